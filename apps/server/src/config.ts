@@ -1,0 +1,71 @@
+import { Config, Context, Effect, Layer, Option, Redacted, Schema, SchemaIssue } from "effect"
+
+const Host = Config.String
+
+/** Everything the server reads from its environment, read and checked once at start-up. */
+export const AppConfigShape = Config.all({
+  port: Config.Port("PORT").pipe(Config.withDefault(8080)),
+  host: Host("HOST").pipe(Config.withDefault("0.0.0.0")),
+  adminHost: Host("ADMIN_HOST").pipe(Config.withDefault("127.0.0.1")),
+  adminPort: Config.Port("ADMIN_PORT").pipe(Config.withDefault(8081)),
+  adminToken: Config.option(
+    Config.schema(
+      Schema.Redacted(Schema.String.check(Schema.isMinLength(16, { expected: "a token of at least 16 characters" }))),
+      "ADMIN_TOKEN"
+    )
+  ),
+  databaseUrl: Config.option(
+    Config.schema(
+      Schema.Redacted(Schema.String.check(Schema.isPattern(/^postgres(ql)?:\/\//, { expected: "a postgres:// URL" }))),
+      "DATABASE_URL"
+    )
+  ),
+  dataDir: Config.String("DATA_DIR").pipe(Config.withDefault("./.data")),
+  publicBaseUrl: Config.option(Config.URL("PUBLIC_BASE_URL")),
+  logLevel: Config.LogLevel("LOG_LEVEL").pipe(Config.withDefault("Info" as const))
+})
+
+export type AppConfigValues = Config.Success<typeof AppConfigShape>
+
+export class AppConfig extends Context.Service<AppConfig, AppConfigValues>()("@petstore/server/AppConfig") {
+  static readonly layer = Layer.effect(AppConfig, AppConfigShape)
+
+  /** For tests: the defaults, with some values replaced. */
+  static readonly layerWith = (overrides: Partial<AppConfigValues>) =>
+    Layer.effect(
+      AppConfig,
+      Effect.map(AppConfigShape, (values) => ({ ...values, ...overrides }))
+    )
+}
+
+/** The configuration as it may be logged: secrets masked. */
+export const describeConfig = (config: AppConfigValues) => ({
+  ...config,
+  adminToken: Option.isSome(config.adminToken) ? "<set>" : "<unset: admin listener disabled>",
+  databaseUrl: Option.match(config.databaseUrl, {
+    onNone: () => "<unset: embedded PGlite>",
+    onSome: (url) => maskUrl(Redacted.value(url))
+  }),
+  publicBaseUrl: Option.map(config.publicBaseUrl, String).pipe(Option.getOrElse(() => "<from request>"))
+})
+
+const maskUrl = (url: string) => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = "***"
+    return parsed.toString()
+  } catch {
+    return "<unparseable>"
+  }
+}
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** One line per bad variable, naming it: what an operator needs to fix a deployment. */
+export const formatConfigError = (error: Config.ConfigError): string => {
+  const cause = error.cause
+  if (!Schema.isSchemaError(cause)) return cause.message
+  return formatIssues(cause.issue).issues
+    .map((issue) => `${(issue.path ?? []).map(String).join(".") || "configuration"}: ${issue.message}`)
+    .join("; ")
+}

@@ -1,0 +1,128 @@
+import { PGlite } from "@electric-sql/pglite"
+import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
+import postgres from "postgres"
+import { AppConfig } from "../config.ts"
+import { migrations } from "./migrations/index.ts"
+
+/** A SQL statement with `$n` placeholders, as `sql\`…\`` builds it. */
+export interface Statement {
+  readonly text: string
+  readonly values: ReadonlyArray<unknown>
+}
+
+/** Tagged template for plain SQL: every interpolation becomes a bound parameter, never text. */
+export const sql = (strings: TemplateStringsArray, ...values: ReadonlyArray<unknown>): Statement => ({
+  text: strings.reduce((text, part, index) => `${text}$${index}${part}`),
+  values
+})
+
+export class DatabaseError extends Data.TaggedError("DatabaseError")<{ readonly cause: unknown }> {
+  override get message() {
+    return this.cause instanceof Error ? this.cause.message : String(this.cause)
+  }
+}
+
+type Rows = ReadonlyArray<Record<string, unknown>>
+type RunQuery = (text: string, values: ReadonlyArray<unknown>) => Promise<Rows>
+
+/** What the two engines have in common, as far as this service needs. */
+interface Driver {
+  readonly kind: "postgres" | "pglite"
+  readonly query: RunQuery
+  readonly transaction: <A>(body: (query: RunQuery) => Promise<A>) => Promise<A>
+  readonly close: () => Promise<void>
+}
+
+const INT8_OID = 20
+
+/** int8 columns hold ids and counters, all within the safe-integer range the API admits. */
+const parseInt8 = (value: string) => Number(value)
+
+const postgresDriver = (url: string): Driver => {
+  const client = postgres(url, {
+    max: 10,
+    onnotice: () => {},
+    connection: { application_name: "petstore" },
+    types: {
+      int8: { to: INT8_OID, from: [INT8_OID], serialize: String, parse: parseInt8 }
+    }
+  })
+  const run = (runner: postgres.Sql | postgres.TransactionSql): RunQuery => (text, values) =>
+    runner.unsafe(text, values as Array<postgres.ParameterOrJSON<never>>, { prepare: true })
+  return {
+    kind: "postgres",
+    query: run(client),
+    transaction: (body) => client.begin((tx) => body(run(tx))) as Promise<never>,
+    close: () => client.end({ timeout: 5 })
+  }
+}
+
+const pgliteDriver = async (dataDir: string | undefined): Promise<Driver> => {
+  const db = await PGlite.create(dataDir, { parsers: { [INT8_OID]: parseInt8 } })
+  const run = (runner: Pick<PGlite, "query">): RunQuery => async (text, values) =>
+    (await runner.query<Record<string, unknown>>(text, values as Array<unknown>)).rows
+  return {
+    kind: "pglite",
+    query: run(db),
+    transaction: (body) => db.transaction((tx) => body(run(tx))),
+    close: () => db.close()
+  }
+}
+
+/** Any number of server processes may start at once: this lock lets one of them migrate at a time. */
+const MIGRATION_LOCK_KEY = 7_305_481_121
+
+const migrate = (driver: Driver) =>
+  driver.transaction(async (query) => {
+    await query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK_KEY])
+    await query(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
+      []
+    )
+    const applied = new Set((await query("SELECT version FROM schema_migrations", [])).map((row) => row.version))
+    const pending = migrations.filter((migration) => !applied.has(migration.version))
+    for (const migration of pending) {
+      for (const statement of migration.statements) await query(statement, [])
+      await query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [migration.version, migration.name])
+    }
+    return pending.map((migration) => `${migration.version}_${migration.name}`)
+  })
+
+export class Database extends Context.Service<Database, {
+  readonly kind: Driver["kind"]
+  readonly query: <Row = Record<string, unknown>>(statement: Statement) => Effect.Effect<ReadonlyArray<Row>, DatabaseError>
+}>()("@petstore/server/db/Database") {
+  /**
+   * PostgreSQL when `DATABASE_URL` is set, otherwise PGlite under `DATA_DIR`.
+   * The schema is migrated before the layer is ready.
+   */
+  static readonly layer = Layer.effect(
+    Database,
+    Effect.gen(function*() {
+      const config = yield* AppConfig
+      const driver = yield* Effect.acquireRelease(
+        Effect.tryPromise({
+          try: () =>
+            Option.match(config.databaseUrl, {
+              onSome: (url) => Promise.resolve(postgresDriver(Redacted.value(url))),
+              onNone: () => pgliteDriver(config.dataDir === ":memory:" ? undefined : config.dataDir)
+            }),
+          catch: (cause) => new DatabaseError({ cause })
+        }),
+        (driver) => Effect.promise(() => driver.close())
+      )
+      const applied = yield* Effect.tryPromise({ try: () => migrate(driver), catch: (cause) => new DatabaseError({ cause }) })
+      yield* Effect.logInfo("database ready").pipe(
+        Effect.annotateLogs({ store: driver.kind, migrationsApplied: applied.join(",") || "none" })
+      )
+      return Database.of({
+        kind: driver.kind,
+        query: <Row>(statement: Statement) =>
+          Effect.tryPromise({
+            try: () => driver.query(statement.text, statement.values) as Promise<ReadonlyArray<Row>>,
+            catch: (cause) => new DatabaseError({ cause })
+          })
+      })
+    })
+  )
+}

@@ -1,0 +1,11 @@
+import createPets from "./0001_create_pets.ts"
+import createApiKeys from "./0002_create_api_keys.ts"
+
+export interface Migration {
+  /** Versions only grow; a released migration is never edited, a new one is added. */
+  readonly version: number
+  readonly name: string
+  readonly statements: ReadonlyArray<string>
+}
+
+export const migrations: ReadonlyArray<Migration> = [createPets, createApiKeys]

@@ -1,0 +1,38 @@
+import { AdminApi, type ApiKeyId, ApiKeyView, CreatedKey, NotFound } from "@petstore/contract"
+import { Effect, Option } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
+
+const toView = (key: ApiKey) =>
+  new ApiKeyView({ id: key.id, name: key.name, plan: key.plan, limits: key.limits, createdAt: key.createdAt.toISOString() })
+
+const noSuchKey = (id: ApiKeyId) => new NotFound({ message: `No live API key has id ${id}` })
+
+export const AdminHandlers = HttpApiBuilder.group(
+  AdminApi,
+  "keys",
+  Effect.fn(function*(handlers) {
+    const apiKeys = yield* ApiKeys
+
+    return handlers
+      .handle("createKey", ({ payload }) =>
+        apiKeys.create(payload).pipe(
+          Effect.map(({ key, secret }) => new CreatedKey({ ...toView(key), key: secret })),
+          Effect.catchTag("DatabaseError", Effect.die)
+        ))
+      .handle("listKeys", () => apiKeys.list.pipe(Effect.map((keys) => keys.map(toView)), Effect.orDie))
+      .handle("updateKey", ({ params, payload }) =>
+        apiKeys.update(params.id, payload).pipe(
+          Effect.catchTag("DatabaseError", Effect.die),
+          Effect.flatMap(Option.match({
+            onNone: () => Effect.fail(noSuchKey(params.id)),
+            onSome: (key) => Effect.succeed(toView(key))
+          }))
+        ))
+      .handle("revokeKey", ({ params }) =>
+        apiKeys.revoke(params.id).pipe(
+          Effect.orDie,
+          Effect.flatMap((revoked) => revoked ? Effect.void : Effect.fail(noSuchKey(params.id)))
+        ))
+  })
+)

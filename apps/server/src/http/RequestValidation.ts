@@ -1,0 +1,50 @@
+import { InvalidRequest, PayloadTooLarge, RequestValidation, UnsupportedMediaType } from "@petstore/contract"
+import { ByteSize, type Cause, Effect, Layer } from "effect"
+import { HttpIncomingMessage, HttpServerRequest } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import { causeIsBodyTooLarge, invalidRequestFrom } from "./errors.ts"
+
+/** The largest request body the service reads. */
+export const MAX_BODY_BYTES = 16 * 1024
+
+const maxBodySize = ByteSize.bytes(MAX_BODY_BYTES)
+
+const isJsonMediaType = (contentType: string) => contentType.split(";")[0]!.trim().toLowerCase() === "application/json"
+
+/** A body is being sent when it has a length, or is chunked. */
+const sendsBody = (headers: Readonly<Record<string, string | undefined>>) =>
+  (headers["content-length"] !== undefined && headers["content-length"] !== "0") ||
+  headers["transfer-encoding"] !== undefined
+
+const checkContentType = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const contentType = request.headers["content-type"]
+  if (contentType === undefined ? sendsBody(request.headers) : !isJsonMediaType(contentType)) {
+    return yield* new UnsupportedMediaType({
+      message: `The request body must be sent as \`Content-Type: application/json\`, not ${
+        contentType ?? "without a Content-Type"
+      }`
+    })
+  }
+})
+
+/** Decode failures arrive as the framework's HttpApiSchemaError; clients get a 400 that names each field. */
+const schemaErrorToInvalidRequest = <E>(error: E): Effect.Effect<never, Exclude<E, HttpApiError.HttpApiSchemaError> | InvalidRequest> =>
+  Effect.fail(HttpApiError.HttpApiSchemaError.is(error) ? invalidRequestFrom(error) : error as Exclude<E, HttpApiError.HttpApiSchemaError>)
+
+/** Reading past the limit is a defect inside the framework's body reader; clients get a 413. */
+const bodyTooLargeToPayloadTooLarge = <E>(cause: Cause.Cause<E>): Effect.Effect<never, E | PayloadTooLarge> =>
+  causeIsBodyTooLarge(cause)
+    ? Effect.fail(new PayloadTooLarge({ message: `The request body is over the limit of ${MAX_BODY_BYTES} bytes` }))
+    : Effect.failCause(cause)
+
+/**
+ * Checks a request's shape before its handler runs and turns the framework's
+ * own refusals (empty-bodied 400s, a plain-text 415) into documented errors.
+ */
+export const RequestValidationLive = Layer.succeed(RequestValidation, (httpEffect, { endpoint }) =>
+  (endpoint.payload.size > 0 ? Effect.andThen(checkContentType, httpEffect) : httpEffect).pipe(
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBodySize),
+    Effect.catch(schemaErrorToInvalidRequest),
+    Effect.catchCause(bodyTooLargeToPayloadTooLarge)
+  ))

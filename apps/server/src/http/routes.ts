@@ -1,0 +1,55 @@
+import { AdminApi, PetstoreApi } from "@petstore/contract"
+import { Effect, Layer } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
+import { AdminAuthLive, ApiKeyAuthLive } from "../auth/ApiKeyAuth.ts"
+import { Database, sql } from "../db/Database.ts"
+import { AdminHandlers } from "./AdminHandlers.ts"
+import { apiEdge, unmatchedRoutes } from "./edge.ts"
+import { errorResponse, SERVICE_UNAVAILABLE_RETRY_SECONDS } from "./errors.ts"
+import { PetsHandlers } from "./PetsHandlers.ts"
+import { RequestValidationLive } from "./RequestValidation.ts"
+
+/** Everything under `/v1` that answers to API keys. */
+const V1Routes = Layer.mergeAll(
+  HttpApiBuilder.layer(PetstoreApi).pipe(
+    Layer.provide(PetsHandlers.pipe(Layer.provide(Layer.mergeAll(ApiKeyAuthLive, RequestValidationLive))))
+  ),
+  unmatchedRoutes(PetstoreApi, "/v1")
+).pipe(Layer.provide(apiEdge(PetstoreApi)))
+
+/** Built once: the document only changes with the contract. */
+const OpenApiRoute = HttpRouter.use((router) =>
+  router.add("GET", "/v1/openapi.json", HttpServerResponse.jsonUnsafe(OpenApi.fromApi(PetstoreApi)))
+)
+
+const DocsRoute = HttpApiScalar.layer(PetstoreApi, { path: "/docs" })
+
+/** Liveness says the process serves requests; readiness says its database answers too. */
+const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
+  const db = yield* Database
+  yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
+  yield* router.add(
+    "GET",
+    "/readyz",
+    db.query(sql`SELECT 1`).pipe(
+      Effect.timeout("2 seconds"),
+      Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready", store: db.kind })),
+      Effect.orElseSucceed(() =>
+        errorResponse(
+          { code: "service_unavailable", status: 503, message: "The database does not answer" },
+          { "retry-after": String(SERVICE_UNAVAILABLE_RETRY_SECONDS) }
+        )
+      )
+    )
+  )
+}))
+
+export const PublicRoutes = Layer.mergeAll(V1Routes, OpenApiRoute, DocsRoute, HealthRoutes)
+
+export const AdminRoutes = Layer.mergeAll(
+  HttpApiBuilder.layer(AdminApi).pipe(
+    Layer.provide(AdminHandlers.pipe(Layer.provide(Layer.mergeAll(AdminAuthLive, RequestValidationLive))))
+  ),
+  unmatchedRoutes(AdminApi, "/admin")
+).pipe(Layer.provide(apiEdge(AdminApi)))

@@ -1,0 +1,65 @@
+import { NodeHttpServer } from "@effect/platform-node"
+import { Context, Effect, Layer, Option, References } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { createServer } from "node:http"
+import { ApiKeys } from "./auth/ApiKeys.ts"
+import { AppConfig, describeConfig } from "./config.ts"
+import { Database } from "./db/Database.ts"
+import { PublicUrl } from "./http/PublicUrl.ts"
+import { AdminRoutes, PublicRoutes } from "./http/routes.ts"
+import { Pets } from "./pets/Pets.ts"
+
+/** Where the listeners ended up (a port of 0 picks a free one). */
+export class ListenAddresses extends Context.Service<ListenAddresses, {
+  readonly public: string
+  readonly admin: Option.Option<string>
+}>()("@petstore/server/ListenAddresses") {}
+
+/**
+ * Builds every route first and only then listens, so the server never accepts
+ * a connection it cannot answer yet: once `/healthz` answers, everything does.
+ */
+const listen = <E, R>(routes: Layer.Layer<never, E, R>, options: { readonly host: string; readonly port: number }) =>
+  Effect.gen(function*() {
+    const handler = yield* HttpRouter.toHttpEffect(routes.pipe(Layer.provide(NodeHttpServer.layerHttpServices)))
+    const context = yield* Layer.build(
+      HttpServer.serve(handler).pipe(
+        Layer.provideMerge(NodeHttpServer.layerServer(createServer, { host: options.host, port: options.port }))
+      )
+    )
+    return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+  })
+
+const Listeners = Layer.effect(
+  ListenAddresses,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const publicAddress = yield* listen(PublicRoutes, { host: config.host, port: config.port })
+    const adminAddress = Option.isSome(config.adminToken)
+      ? Option.some(yield* listen(AdminRoutes, { host: config.adminHost, port: config.adminPort }))
+      : Option.none()
+    yield* Effect.logInfo("listening").pipe(
+      Effect.annotateLogs({ public: publicAddress, admin: Option.getOrElse(adminAddress, () => "disabled") })
+    )
+    return ListenAddresses.of({ public: publicAddress, admin: adminAddress })
+  })
+)
+
+const Services = Layer.mergeAll(Pets.layer, ApiKeys.layer, PublicUrl.layer).pipe(Layer.provideMerge(Database.layer))
+
+const LogConfig = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* AppConfig
+  yield* Effect.logInfo("configuration").pipe(Effect.annotateLogs(describeConfig(config)))
+}))
+
+const LogLevel = Layer.effect(
+  References.MinimumLogLevel,
+  AppConfig.useSync((config) => config.logLevel)
+)
+
+/** The whole server, given its configuration. */
+export const ServerLive = Listeners.pipe(
+  Layer.provide(LogConfig),
+  Layer.provideMerge(Services),
+  Layer.provide(LogLevel)
+)

@@ -1,0 +1,75 @@
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { InvalidRequest, NotFound } from "./ApiError.ts"
+import { AdminAuth, RequestValidation } from "./Middleware.ts"
+import { Plan, QuotaLimits } from "./Plan.ts"
+
+export const ApiKeyId = Schema.String.check(
+  Schema.isPattern(/^key_[0-9a-z]{16}$/, { expected: "an API key id such as key_0123456789abcdef" })
+)
+export type ApiKeyId = typeof ApiKeyId.Type
+
+export const ApiKeyName = Schema.Trim.check(Schema.isMaxLength(200))
+
+export const CreateKeyRequest = Schema.Struct({
+  plan: Plan,
+  name: Schema.optionalKey(ApiKeyName),
+  limits: Schema.optionalKey(QuotaLimits)
+}).annotate({ description: "`limits` is required for the enterprise plan and refused for the others" })
+export type CreateKeyRequest = typeof CreateKeyRequest.Type
+
+export const UpdateKeyRequest = Schema.Struct({
+  plan: Schema.optionalKey(Plan),
+  limits: Schema.optionalKey(QuotaLimits)
+})
+export type UpdateKeyRequest = typeof UpdateKeyRequest.Type
+
+/** An API key as the admin API shows it: never the secret, which is stored only as a hash. */
+export class ApiKeyView extends Schema.Class<ApiKeyView>("ApiKey")({
+  id: ApiKeyId,
+  name: Schema.String,
+  plan: Plan,
+  limits: QuotaLimits,
+  createdAt: Schema.String.annotate({ description: "ISO 8601 timestamp" })
+}) {}
+
+/** The answer to a key creation: the only time the secret is shown. */
+export class CreatedKey extends Schema.Class<CreatedKey>("CreatedKey")({
+  ...ApiKeyView.fields,
+  key: Schema.String.annotate({ description: "The API key itself. Shown once; store it now." })
+}) {}
+
+const keyParams = { id: ApiKeyId }
+
+export class KeysGroup extends HttpApiGroup.make("keys")
+  .add(
+    HttpApiEndpoint.post("createKey", "/keys", {
+      payload: CreateKeyRequest,
+      success: CreatedKey.pipe(HttpApiSchema.status(201)),
+      error: InvalidRequest
+    }),
+    HttpApiEndpoint.get("listKeys", "/keys", { success: Schema.Array(ApiKeyView) }),
+    HttpApiEndpoint.patch("updateKey", "/keys/:id", {
+      params: keyParams,
+      payload: UpdateKeyRequest,
+      success: ApiKeyView,
+      error: [NotFound, InvalidRequest]
+    }),
+    HttpApiEndpoint.delete("revokeKey", "/keys/:id", {
+      params: keyParams,
+      success: HttpApiSchema.NoContent,
+      error: NotFound
+    })
+  )
+  .middleware(RequestValidation)
+  .middleware(AdminAuth)
+{}
+
+/** The operator's API, served only on the admin listener. */
+export class AdminApi extends HttpApi.make("petstore-admin")
+  .add(KeysGroup)
+  .prefix("/admin")
+  .annotate(HttpApi.ParseOptions, { errors: "all" })
+  .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
+  .annotateMerge(OpenApi.annotations({ title: "Animal Adoption Store Service: admin", version: "1.0.0" }))
+{}

@@ -1,0 +1,75 @@
+import { Effect, Schema } from "effect"
+
+/**
+ * Every error the service answers has this body: `{ code, message, status }`,
+ * plus `details` on a 400 that names each offending field.
+ */
+export const ErrorCode = Schema.Literals([
+  "invalid_request",
+  "unauthorized",
+  "not_found",
+  "method_not_allowed",
+  "payload_too_large",
+  "unsupported_media_type",
+  "rate_limited",
+  "api_key_banned",
+  "service_unavailable",
+  "internal_error"
+])
+export type ErrorCode = typeof ErrorCode.Type
+
+export const ErrorDetail = Schema.Struct({
+  path: Schema.String.annotate({ description: "Where the problem is: the request part, then the field, e.g. body.name" }),
+  message: Schema.String
+}).annotate({ identifier: "ErrorDetail" })
+export type ErrorDetail = typeof ErrorDetail.Type
+
+export const ErrorBody = Schema.Struct({
+  code: ErrorCode,
+  message: Schema.String,
+  status: Schema.Int,
+  details: Schema.optionalKey(Schema.Array(ErrorDetail))
+}).annotate({ identifier: "Error" })
+export type ErrorBody = typeof ErrorBody.Type
+
+/** `code` and `status` fill themselves in: `new NotFound({ message })`. */
+const errorFields = <const Code extends ErrorCode, const Status extends number>(code: Code, status: Status) => ({
+  code: Schema.Literal(code).pipe(Schema.withConstructorDefault(Effect.succeed(code))),
+  message: Schema.String,
+  status: Schema.Literal(status).pipe(Schema.withConstructorDefault(Effect.succeed(status)))
+})
+
+export class InvalidRequest extends Schema.Error<InvalidRequest>("InvalidRequest")(
+  { ...errorFields("invalid_request", 400), details: Schema.optionalKey(Schema.Array(ErrorDetail)) },
+  { httpApiStatus: 400, description: "The request is malformed: a missing or invalid field, parameter or body" }
+) {}
+
+export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(
+  errorFields("unauthorized", 401),
+  { httpApiStatus: 401, description: "The API key is missing, malformed, unknown or revoked" }
+) {}
+
+export class NotFound extends Schema.Error<NotFound>("NotFound")(
+  errorFields("not_found", 404),
+  { httpApiStatus: 404, description: "The requested resource does not exist" }
+) {}
+
+export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")(
+  errorFields("payload_too_large", 413),
+  { httpApiStatus: 413, description: "The request body is larger than the service accepts" }
+) {}
+
+export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")(
+  errorFields("unsupported_media_type", 415),
+  { httpApiStatus: 415, description: "The request body is not sent as application/json" }
+) {}
+
+export class RateLimited extends Schema.Error<RateLimited>("RateLimited")(
+  { ...errorFields("rate_limited", 429), code: Schema.Literals(["rate_limited", "api_key_banned"]) },
+  { httpApiStatus: 429, description: "A request quota is exhausted or the key is temporarily banned; see Retry-After" }
+) {}
+
+export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("ServiceUnavailable")(
+  errorFields("service_unavailable", 503),
+  { httpApiStatus: 503, description: "A dependency of the service is unavailable; retry after Retry-After" }
+) {}

@@ -1,0 +1,24 @@
+import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import { InvalidRequest, PayloadTooLarge, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
+
+/** Bearer authentication with an API key (spec §5). */
+export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth>()("@petstore/contract/ApiKeyAuth", {
+  security: { apiKey: HttpApiSecurity.bearer },
+  error: Unauthorized
+}) {}
+
+/** Bearer authentication with the operator's admin token (admin listener only). */
+export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth>()("@petstore/contract/AdminAuth", {
+  security: { adminToken: HttpApiSecurity.bearer },
+  error: Unauthorized
+}) {}
+
+/**
+ * Turns every way a request can be malformed into a documented error:
+ * decode failures of path, query and body (400 with details), a body that is
+ * not JSON (415) and a body over the size limit (413).
+ */
+export class RequestValidation extends HttpApiMiddleware.Service<RequestValidation>()(
+  "@petstore/contract/RequestValidation",
+  { error: [InvalidRequest, UnsupportedMediaType, PayloadTooLarge] }
+) {}

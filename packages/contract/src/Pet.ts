@@ -1,0 +1,48 @@
+import { Effect, Schema, SchemaTransformation } from "effect"
+
+/**
+ * A positive integer written in plain decimal digits, as it appears in a path
+ * or a query string. Spellings that JavaScript would also accept as numbers
+ * (`1e1`, `5.0`, `0x10`, ` 5`) are refused, so a value has one spelling only.
+ */
+export const DecimalId = Schema.String.check(
+  Schema.isPattern(/^[1-9][0-9]{0,15}$/, { expected: "a positive integer in decimal digits" })
+).pipe(Schema.decodeTo(Schema.Int, SchemaTransformation.numberFromString))
+
+export const PetId = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({
+  description: "Unique identifier, assigned by the service on creation (int64 on the wire, safe integer range)",
+  format: "int64"
+})
+export type PetId = typeof PetId.Type
+
+export const PetStatus = Schema.Literals(["available", "pending", "sold"]).annotate({
+  identifier: "PetStatus",
+  description: "Availability status"
+})
+export type PetStatus = typeof PetStatus.Type
+
+export const PetName = Schema.Trim.check(
+  Schema.isMinLength(1, { expected: "a name of at least 1 character after trimming" }),
+  Schema.isMaxLength(100, { expected: "a name of at most 100 characters after trimming" })
+).annotate({ description: "The animal's name, 1–100 characters after trimming" })
+
+export const CategoryId = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({
+  description: "Identifier of the category the animal belongs to (a positive safe integer)",
+  format: "int64"
+})
+
+export class NewPet extends Schema.Class<NewPet>("NewPet")({
+  name: PetName,
+  categoryId: CategoryId,
+  status: PetStatus.pipe(Schema.withDecodingDefaultKey(Effect.succeed("available" as const)))
+}) {}
+
+export class Pet extends Schema.Class<Pet>("Pet")({
+  id: PetId,
+  name: Schema.String,
+  categoryId: CategoryId,
+  status: PetStatus
+}) {}
+
+export const Pets = Schema.Array(Pet).annotate({ identifier: "Pets", description: "A page of pets, in ascending id order" })
+

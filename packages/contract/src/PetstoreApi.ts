@@ -1,0 +1,77 @@
+import { Effect, Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { NotFound, ServiceUnavailable } from "./ApiError.ts"
+import { ApiKeyAuth, RequestValidation } from "./Middleware.ts"
+import { DecimalId, NewPet, Pet, Pets, PetStatus } from "./Pet.ts"
+
+export const DEFAULT_PAGE_SIZE = 20
+export const MAX_PAGE_SIZE = 100
+
+/** The day `GET /pets/{petId}` is removed (spec §9). */
+export const GET_PET_SUNSET = new Date("2030-12-05T00:00:00Z")
+
+export const PageSize = DecimalId.check(
+  Schema.isBetween({ minimum: 1, maximum: MAX_PAGE_SIZE }, { expected: `an integer from 1 to ${MAX_PAGE_SIZE}` })
+)
+
+export const ListPetsQuery = Schema.Struct({
+  limit: PageSize.pipe(Schema.withDecodingDefaultKey(Effect.succeed(String(DEFAULT_PAGE_SIZE)))).annotate({
+    description: `Maximum number of pets returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`
+  }),
+  status: Schema.optionalKey(PetStatus),
+  cursor: Schema.optionalKey(Schema.String.annotate({
+    description: "Opaque position from a previous page's `Link: <…>; rel=\"next\"` header"
+  }))
+})
+
+const listPets = HttpApiEndpoint.get("listPets", "/pets", {
+  query: ListPetsQuery,
+  success: HttpApiSchema.WithHeaders(Pets, {
+    link: Schema.optionalKey(Schema.String.annotate({ description: "`<url>; rel=\"next\"` when more pets follow" }))
+  }),
+  error: ServiceUnavailable
+}).annotateMerge(OpenApi.annotations({
+  summary: "List pets",
+  description: "Pets in ascending id order, a page at a time (keyset pagination through the `Link` header)."
+}))
+
+const createPet = HttpApiEndpoint.post("createPet", "/pets", {
+  payload: NewPet,
+  success: HttpApiSchema.WithHeaders(Pet.pipe(HttpApiSchema.status(201)), {
+    location: Schema.String.annotate({ description: "Path of the created pet" })
+  }),
+  error: ServiceUnavailable
+}).annotateMerge(OpenApi.annotations({
+  summary: "Add a pet",
+  description: "Unknown fields are refused. `status` defaults to `available`."
+}))
+
+const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
+  params: { petId: DecimalId },
+  success: Pet,
+  error: [NotFound, ServiceUnavailable]
+}).annotateMerge(OpenApi.annotations({
+  summary: "Get a pet",
+  description: `Deprecated: removed on ${GET_PET_SUNSET.toUTCString()}. Use \`GET /pets\` instead.`,
+  deprecated: true
+}))
+
+export class PetsGroup extends HttpApiGroup.make("pets")
+  .add(listPets, createPet, getPet)
+  .middleware(RequestValidation)
+  .middleware(ApiKeyAuth)
+{}
+
+/** The public API, version 1: everything under `/v1`. */
+export class PetstoreApi extends HttpApi.make("petstore")
+  .add(PetsGroup)
+  .prefix("/v1")
+  .annotate(HttpApi.ParseOptions, { errors: "all" })
+  .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
+  .annotateMerge(OpenApi.annotations({
+    title: "Animal Adoption Store Service",
+    version: "1.0.0",
+    description: "Pets available for adoption. Every operation needs `Authorization: Bearer <API_KEY>`."
+  }))
+{}
+

@@ -1,0 +1,7 @@
+export * from "./AdminApi.ts"
+export * from "./ApiError.ts"
+export * from "./Client.ts"
+export * from "./Middleware.ts"
+export * from "./Pet.ts"
+export * from "./PetstoreApi.ts"
+export * from "./Plan.ts"
