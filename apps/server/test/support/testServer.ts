@@ -1,5 +1,5 @@
 import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
-import { AppConfig } from "../../src/config.ts"
+import { AppConfig, type AppConfigValues } from "../../src/config.ts"
 import { ListenAddresses, ServerLive } from "../../src/server.ts"
 import { createTestDatabase, postgresAdminUrl } from "./databases.ts"
 
@@ -17,7 +17,10 @@ export interface RunningServer {
  * Starts the whole server in this process on free ports, as `pnpm start`
  * would, over PGlite in memory or a fresh PostgreSQL database.
  */
-export const startServer = async (backend: "pglite" | "postgres"): Promise<RunningServer> => {
+export const startServer = async (
+  backend: "pglite" | "postgres",
+  overrides: Partial<AppConfigValues> = {}
+): Promise<RunningServer> => {
   const database = backend === "postgres" ? await createTestDatabase(postgresAdminUrl!) : undefined
   const config = AppConfig.layerWith({
     host: "127.0.0.1",
@@ -27,7 +30,8 @@ export const startServer = async (backend: "pglite" | "postgres"): Promise<Runni
     adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
     databaseUrl: database ? Option.some(Redacted.make(database.url)) : Option.none(),
     dataDir: ":memory:",
-    logLevel: "Warn"
+    logLevel: "Warn",
+    ...overrides
   })
   const scope = Effect.runSync(Scope.make())
   const addresses = await Effect.runPromise(

@@ -1,0 +1,74 @@
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { TestClock } from "effect/testing"
+import { ApiKeys, KEY_CACHE_TTL_MILLIS } from "../src/auth/ApiKeys.ts"
+import { Database } from "../src/db/Database.ts"
+import { backends } from "./support/databases.ts"
+import { testDatabase } from "./support/layers.ts"
+
+/** Two server processes: each has its own ApiKeys (and its own cache) over one database. */
+const twoProcesses = Effect.gen(function*() {
+  const database = yield* Database
+  const build = () => Layer.build(ApiKeys.layer.pipe(Layer.provide(Layer.succeed(Database, database)), Layer.fresh))
+  const [a, b] = [yield* build(), yield* build()]
+  return [a.mapUnsafe.get(ApiKeys.key) as ApiKeys["Service"], b.mapUnsafe.get(ApiKeys.key) as ApiKeys["Service"]] as const
+})
+
+describe.each(backends)("ApiKeys on $name", ({ name }) => {
+  layer(testDatabase(name), { timeout: 60_000 })((it) => {
+    it.effect("stores only a hash: the secret is psk_ and 256 random bits, and never in the table", () =>
+      Effect.gen(function*() {
+        const [keys] = yield* twoProcesses
+        const { key, secret } = yield* keys.create({ plan: "free" })
+        assert.match(secret, /^psk_[A-Za-z0-9_-]{43}$/)
+        const rows = yield* (yield* Database).query<Record<string, unknown>>({
+          text: "SELECT * FROM api_keys WHERE id = $1",
+          values: [key.id]
+        })
+        assert.notInclude(JSON.stringify(rows), secret)
+      }))
+
+    it.effect("a revocation in one process reaches another within the cache lifetime", () =>
+      Effect.gen(function*() {
+        const [processA, processB] = yield* twoProcesses
+        const { key, secret } = yield* processA.create({ plan: "pro" })
+        assert.isTrue(Option.isSome(yield* processA.authenticate(Redacted.make(secret))))
+
+        assert.isTrue(yield* processB.revoke(key.id))
+        assert.isTrue(Option.isNone(yield* processB.authenticate(Redacted.make(secret))))
+
+        yield* TestClock.adjust(KEY_CACHE_TTL_MILLIS - 1)
+        assert.isTrue(Option.isSome(yield* processA.authenticate(Redacted.make(secret))), "still trusted from cache")
+        yield* TestClock.adjust(1)
+        assert.isTrue(Option.isNone(yield* processA.authenticate(Redacted.make(secret))), "revoked after the TTL")
+        assert.isAtMost(KEY_CACHE_TTL_MILLIS, 5_000)
+      }))
+
+    it.effect("a plan change in one process reaches another within the cache lifetime", () =>
+      Effect.gen(function*() {
+        const [processA, processB] = yield* twoProcesses
+        const { key, secret } = yield* processA.create({ plan: "free" })
+        yield* processA.authenticate(Redacted.make(secret))
+        yield* processB.update(key.id, { plan: "business" })
+        yield* TestClock.adjust(KEY_CACHE_TTL_MILLIS)
+        const seen = yield* processA.authenticate(Redacted.make(secret))
+        assert.strictEqual(Option.getOrThrow(seen).plan, "business")
+        assert.deepStrictEqual(Option.getOrThrow(seen).limits, { perMinute: 1_000, perDay: 100_000 })
+      }))
+
+    it.effect("refuses secrets that are not keys without asking the database", () =>
+      Effect.gen(function*() {
+        const [keys] = yield* twoProcesses
+        assert.isTrue(Option.isNone(yield* keys.authenticate(Redacted.make("not-a-key"))))
+        assert.isTrue(Option.isNone(yield* keys.authenticate(Redacted.make(""))))
+      }))
+
+    it.effect("keeps enterprise limits when only the name of the plan is repeated", () =>
+      Effect.gen(function*() {
+        const [keys] = yield* twoProcesses
+        const { key } = yield* keys.create({ plan: "enterprise", limits: { perMinute: 5, perDay: 50 } })
+        const updated = yield* keys.update(key.id, { plan: "enterprise" })
+        assert.deepStrictEqual(Option.getOrThrow(updated).limits, { perMinute: 5, perDay: 50 })
+      }))
+  })
+})
