@@ -1,6 +1,7 @@
 import { Config, Context, Effect, Layer, Option, Redacted, Schema, SchemaIssue } from "effect"
 
 const Host = Config.String
+const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
 
 /** Everything the server reads from its environment, read and checked once at start-up. */
 export const AppConfigShape = Config.all({
@@ -22,7 +23,13 @@ export const AppConfigShape = Config.all({
   ),
   dataDir: Config.String("DATA_DIR").pipe(Config.withDefault("./.data")),
   publicBaseUrl: Config.option(Config.URL("PUBLIC_BASE_URL")),
-  logLevel: Config.LogLevel("LOG_LEVEL").pipe(Config.withDefault("Info" as const))
+  logLevel: Config.LogLevel("LOG_LEVEL").pipe(Config.withDefault("Info" as const)),
+  quotaStore: Config.option(Config.Literals(["memory", "postgres"], "QUOTA_STORE")),
+  anonymousPerMinute: Config.schema(PositiveInt, "ANONYMOUS_RATE_LIMIT").pipe(Config.withDefault(60)),
+  banThreshold: Config.option(Config.schema(PositiveInt, "BAN_THRESHOLD")),
+  banSeconds: Config.schema(PositiveInt, "BAN_SECONDS").pipe(Config.withDefault(900)),
+  trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false)),
+  workers: Config.schema(PositiveInt, "WORKERS").pipe(Config.withDefault(1))
 })
 
 export type AppConfigValues = Config.Success<typeof AppConfigShape>

@@ -8,6 +8,7 @@ import { Database } from "./db/Database.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
 import { AdminRoutes, PublicRoutes } from "./http/routes.ts"
 import { Pets } from "./pets/Pets.ts"
+import { Quota } from "./quota/Quota.ts"
 
 /** Where the listeners ended up (a port of 0 picks a free one). */
 export class ListenAddresses extends Context.Service<ListenAddresses, {
@@ -45,7 +46,9 @@ const Listeners = Layer.effect(
   })
 )
 
-const Services = Layer.mergeAll(Pets.layer, ApiKeys.layer, PublicUrl.layer).pipe(Layer.provideMerge(Database.layer))
+const Services = Layer.mergeAll(Pets.layer, ApiKeys.layer, Quota.layerFromConfig, PublicUrl.layer).pipe(
+  Layer.provideMerge(Database.layer)
+)
 
 const LogConfig = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig

@@ -3,6 +3,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { InvalidRequest, NotFound } from "./ApiError.ts"
 import { AdminAuth, RequestValidation } from "./Middleware.ts"
 import { Plan, QuotaLimits } from "./Plan.ts"
+import { KeyUsage } from "./RateLimit.ts"
 
 export const ApiKeyId = Schema.String.check(
   Schema.isPattern(/^key_[0-9a-z]{16}$/, { expected: "an API key id such as key_0123456789abcdef" })
@@ -56,6 +57,12 @@ export class KeysGroup extends HttpApiGroup.make("keys")
       error: [NotFound, InvalidRequest]
     }),
     HttpApiEndpoint.delete("revokeKey", "/keys/:id", {
+      params: keyParams,
+      success: HttpApiSchema.NoContent,
+      error: NotFound
+    }),
+    HttpApiEndpoint.get("keyUsage", "/keys/:id/usage", { params: keyParams, success: KeyUsage, error: NotFound }),
+    HttpApiEndpoint.post("unbanKey", "/keys/:id/unban", {
       params: keyParams,
       success: HttpApiSchema.NoContent,
       error: NotFound

@@ -1,10 +1,13 @@
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import { InvalidRequest, PayloadTooLarge, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
+import { InvalidRequest, PayloadTooLarge, RateLimited, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
 
-/** Bearer authentication with an API key (spec §5). */
+/**
+ * Bearer authentication with an API key (spec §5). Every request it admits
+ * also spends quota (spec §8), so it answers 429 as well as 401.
+ */
 export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth>()("@petstore/contract/ApiKeyAuth", {
   security: { apiKey: HttpApiSecurity.bearer },
-  error: Unauthorized
+  error: [Unauthorized, RateLimited]
 }) {}
 
 /** Bearer authentication with the operator's admin token (admin listener only). */

@@ -3,6 +3,7 @@ import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "
 import { NotFound, ServiceUnavailable } from "./ApiError.ts"
 import { ApiKeyAuth, RequestValidation } from "./Middleware.ts"
 import { DecimalId, NewPet, Pet, Pets, PetStatus } from "./Pet.ts"
+import { CostsNoQuota, RateLimitStatus } from "./RateLimit.ts"
 
 export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 100
@@ -62,9 +63,22 @@ export class PetsGroup extends HttpApiGroup.make("pets")
   .middleware(ApiKeyAuth)
 {}
 
+const rateLimit = HttpApiEndpoint.get("rateLimit", "/rate_limit", { success: RateLimitStatus })
+  .annotate(CostsNoQuota, true)
+  .annotateMerge(OpenApi.annotations({
+    summary: "Show the caller's quotas",
+    description: "Both windows of the calling key, and any ban. Costs no quota; answered while the key is limited, not while it is banned."
+  }))
+
+export class AccountGroup extends HttpApiGroup.make("account")
+  .add(rateLimit)
+  .middleware(ApiKeyAuth)
+{}
+
 /** The public API, version 1: everything under `/v1`. */
 export class PetstoreApi extends HttpApi.make("petstore")
   .add(PetsGroup)
+  .add(AccountGroup)
   .prefix("/v1")
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })

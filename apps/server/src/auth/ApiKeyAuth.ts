@@ -2,28 +2,29 @@ import { AdminAuth, ApiKeyAuth, Unauthorized } from "@petstore/contract"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../config.ts"
-import { type ApiKey, ApiKeys } from "./ApiKeys.ts"
+import type { ApiKey } from "./ApiKeys.ts"
 
-/** The key the current request authenticated with. */
-export class CurrentApiKey extends Context.Service<CurrentApiKey, ApiKey>()("@petstore/server/auth/CurrentApiKey") {}
+/**
+ * The key the `/v1` edge found in the request's bearer credential, if any.
+ * The edge looks it up once, because quota is spent per key before the route runs.
+ */
+export const RequestCaller = Context.Reference<Option.Option<ApiKey>>("@petstore/server/auth/RequestCaller", {
+  defaultValue: () => Option.none()
+})
 
 const unauthorized = new Unauthorized({
   message: "A valid API key is required: send `Authorization: Bearer <API_KEY>`"
 })
 
-export const ApiKeyAuthLive = Layer.effect(
-  ApiKeyAuth,
-  Effect.gen(function*() {
-    const apiKeys = yield* ApiKeys
-    return ApiKeyAuth.of({
-      apiKey: Effect.fnUntraced(function*(httpEffect, { credential }) {
-        const key = yield* Effect.orDie(apiKeys.authenticate(credential))
-        if (Option.isNone(key)) return yield* Effect.fail(unauthorized)
-        return yield* Effect.provideService(httpEffect, CurrentApiKey, key.value)
-      })
+/** Lets through only requests whose caller the edge identified by a live key (then `RequestCaller` holds it). */
+export const ApiKeyAuthLive = Layer.succeed(ApiKeyAuth, {
+  apiKey: (httpEffect) =>
+    Effect.gen(function*() {
+      const caller = yield* RequestCaller
+      if (Option.isNone(caller)) return yield* Effect.fail(unauthorized)
+      return yield* httpEffect
     })
-  })
-)
+})
 
 const sameSecret = (given: string, expected: string) => {
   const a = Buffer.from(given)

@@ -72,6 +72,8 @@ const checkPlanLimits = (plan: Plan, limits: QuotaLimits | undefined) => {
 
 /** The api_keys table: issuing, looking up and revoking keys. All of its SQL is here. */
 export class ApiKeys extends Context.Service<ApiKeys, {
+  /** The live key with this id, if any. */
+  readonly find: (id: ApiKeyId) => Effect.Effect<Option.Option<ApiKey>, DatabaseError>
   /** The live key a bearer secret belongs to, if any. */
   readonly authenticate: (secret: Redacted.Redacted<string>) => Effect.Effect<Option.Option<ApiKey>, DatabaseError>
   readonly create: (
@@ -91,7 +93,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const db = yield* Database
       const cache = new Map<string, { readonly key: ApiKey; readonly expiresAt: number }>()
 
-      const findLive = (id: ApiKeyId) =>
+      const find = (id: ApiKeyId) =>
         db.query<ApiKeyRow>(sql`SELECT id, name, plan, per_minute, per_day, created_at FROM api_keys WHERE id = ${id} AND revoked_at IS NULL`).pipe(
           Effect.map((rows) => Option.map(Option.fromUndefinedOr(rows[0]), toApiKey))
         )
@@ -128,7 +130,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       })
 
       const update = Effect.fn("ApiKeys.update")(function*(id: ApiKeyId, request: UpdateKeyRequest) {
-        const existing = yield* findLive(id)
+        const existing = yield* find(id)
         if (Option.isNone(existing)) return Option.none<ApiKey>()
         const plan = request.plan ?? existing.value.plan
         const limits = request.limits ?? (plan === "enterprise" && existing.value.plan === "enterprise"
@@ -155,7 +157,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         sql`SELECT id, name, plan, per_minute, per_day, created_at FROM api_keys WHERE revoked_at IS NULL ORDER BY created_at, id`
       ).pipe(Effect.map((rows) => rows.map(toApiKey)))
 
-      return ApiKeys.of({ authenticate, create, list, update, revoke })
+      return ApiKeys.of({ find, authenticate, create, list, update, revoke })
     })
   )
 }

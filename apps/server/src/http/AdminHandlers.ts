@@ -2,6 +2,8 @@ import { AdminApi, type ApiKeyId, ApiKeyView, CreatedKey, NotFound } from "@pets
 import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
+import { Quota } from "../quota/Quota.ts"
+import { quotaReport } from "./AccountHandlers.ts"
 
 const toView = (key: ApiKey) =>
   new ApiKeyView({ id: key.id, name: key.name, plan: key.plan, limits: key.limits, createdAt: key.createdAt.toISOString() })
@@ -13,6 +15,12 @@ export const AdminHandlers = HttpApiBuilder.group(
   "keys",
   Effect.fn(function*(handlers) {
     const apiKeys = yield* ApiKeys
+    const quota = yield* Quota
+    const findKey = (id: ApiKeyId) =>
+      apiKeys.find(id).pipe(
+        Effect.orDie,
+        Effect.flatMap(Option.match({ onNone: () => Effect.fail(noSuchKey(id)), onSome: Effect.succeed }))
+      )
 
     return handlers
       .handle("createKey", ({ payload }) =>
@@ -34,5 +42,19 @@ export const AdminHandlers = HttpApiBuilder.group(
           Effect.orDie,
           Effect.flatMap((revoked) => revoked ? Effect.void : Effect.fail(noSuchKey(params.id)))
         ))
+      .handle("keyUsage", ({ params }) =>
+        findKey(params.id).pipe(
+          Effect.flatMap((key) => Effect.orDie(quota.peek(quota.keySubject(key)))),
+          Effect.map((decision) => {
+            const report = quotaReport(decision)
+            return {
+              minute: { ...report.minute, used: decision.minute.used },
+              day: { ...report.day, used: Option.getOrThrow(decision.day).used },
+              ban: report.ban
+            }
+          })
+        ))
+      .handle("unbanKey", ({ params }) =>
+        findKey(params.id).pipe(Effect.flatMap((key) => Effect.orDie(quota.unban(quota.keySubject(key))))))
   })
 )

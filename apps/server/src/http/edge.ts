@@ -1,7 +1,13 @@
-import { GET_PET_SUNSET } from "@petstore/contract"
-import { Cause, Effect } from "effect"
+import { CostsNoQuota, GET_PET_SUNSET, PetstoreApi } from "@petstore/contract"
+import { Cause, Context, Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
+import { RequestCaller } from "../auth/ApiKeyAuth.ts"
+import { ApiKeys } from "../auth/ApiKeys.ts"
+import { AppConfig } from "../config.ts"
+import { Quota, type QuotaDecision, RequestQuota } from "../quota/Quota.ts"
 import { errorResponse, renderCause } from "./errors.ts"
+import { rateLimitHeaders, retryAfterSeconds } from "./rateLimitHeaders.ts"
 import { allowedMethods, type ApiRoutes, routeTable } from "./routeTable.ts"
 
 /** Whatever a route leaves unanswered (defects, outages) still gets the Error shape. */
@@ -16,21 +22,71 @@ const deprecationHeaders = {
   link: "</v1/pets>; rel=\"successor-version\""
 }
 
-/**
- * Route middleware of every route under an API's prefix: errors nobody declared
- * get the Error shape, and responses of deprecated operations (errors included)
- * carry the deprecation headers.
- */
-export const apiEdge = (api: ApiRoutes) => {
-  const deprecated = new Set(routeTable(api).filter((route) => route.deprecated).map((route) => route.path))
-  return HttpRouter.middleware<{ handles: unknown }>()((httpEffect) =>
-    Effect.gen(function*() {
-      const { route } = yield* HttpRouter.RouteContext
-      const response = yield* answerEveryFailure(httpEffect)
-      return deprecated.has(route.path) ? HttpServerResponse.setHeaders(response, deprecationHeaders) : response
-    })
-  ).layer
+const tooManyRequests = (decision: QuotaDecision) =>
+  errorResponse(
+    Option.isSome(decision.bannedUntil)
+      ? {
+        code: "api_key_banned",
+        status: 429,
+        message: "This API key kept sending while rate limited and is banned for a while; honour Retry-After"
+      }
+      : { code: "rate_limited", status: 429, message: "Rate limit exceeded; retry after the number of seconds in Retry-After" },
+    { "retry-after": String(retryAfterSeconds(decision)) }
+  )
+
+/** `X-Forwarded-For` names the client only behind a proxy the operator trusts (`TRUST_PROXY`). */
+const clientAddress = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean) => {
+  const forwarded = trustProxy ? request.headers["x-forwarded-for"]?.split(",")[0]?.trim() : undefined
+  return forwarded || Option.getOrElse(request.remoteAddress, () => "unknown")
 }
+
+/**
+ * Route middleware of every route under `/v1`. It identifies the caller once
+ * (a key, or else the client's address), spends its quota, refuses with 429
+ * when none is left, and puts the rate-limit headers on every response, errors
+ * included. Responses of deprecated operations carry the deprecation headers.
+ */
+export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(function*() {
+  const apiKeys = yield* ApiKeys
+  const quota = yield* Quota
+  const { trustProxy } = yield* AppConfig
+  const routes = routeTable(PetstoreApi)
+  const deprecated = new Set(routes.filter((route) => route.deprecated).map((route) => route.path))
+  const free = new Set(
+    routes.filter((route) => Context.getOrUndefined(route.annotations, CostsNoQuota) === true).map((route) => route.path)
+  )
+  const bearerCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
+
+  return (httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const { route } = yield* HttpRouter.RouteContext
+      const key = yield* Effect.flatMap(bearerCredential, apiKeys.authenticate)
+      const subject = Option.match(key, {
+        onSome: quota.keySubject,
+        onNone: () => quota.addressSubject(clientAddress(request, trustProxy))
+      })
+      const costsNothing = Option.isSome(key) && free.has(route.path)
+      const decision = yield* (costsNothing ? quota.peek(subject) : quota.admit(subject))
+      const refused = costsNothing ? Option.isSome(decision.bannedUntil) : !decision.admitted
+      const response = refused ? tooManyRequests(decision) : yield* httpEffect.pipe(
+        Effect.provideService(RequestCaller, key),
+        Effect.provideService(RequestQuota, Option.some(decision)),
+        answerEveryFailure
+      )
+      return HttpServerResponse.setHeaders(response, rateLimitHeaders(decision))
+    }).pipe(
+      answerEveryFailure,
+      Effect.flatMap((response) =>
+        HttpRouter.RouteContext.useSync(({ route }) =>
+          deprecated.has(route.path) ? HttpServerResponse.setHeaders(response, deprecationHeaders) : response
+        )
+      )
+    )
+})).layer
+
+/** Route middleware of the admin API: errors nobody declared still get the Error shape. */
+export const adminEdge = HttpRouter.middleware<{ handles: unknown }>()(answerEveryFailure).layer
 
 /** Answers the paths under `prefix` that no endpoint matched: 405 with `Allow` when another method would, else 404. */
 export const unmatchedRoutes = (api: ApiRoutes, prefix: `/${string}`) => {

@@ -6,6 +6,7 @@ export interface RouteEntry {
   readonly path: string
   readonly pattern: RegExp
   readonly deprecated: boolean
+  readonly annotations: Context.Context<never>
 }
 
 const toPattern = (path: string) =>
@@ -33,7 +34,8 @@ export const routeTable = (api: ApiRoutes): ReadonlyArray<RouteEntry> =>
       method: endpoint.method,
       path: endpoint.path,
       pattern: toPattern(endpoint.path),
-      deprecated: Context.getOrUndefined(endpoint.annotations, OpenApi.Deprecated) === true
+      deprecated: Context.getOrUndefined(endpoint.annotations, OpenApi.Deprecated) === true,
+      annotations: endpoint.annotations
     }))
   )
 

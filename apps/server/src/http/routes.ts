@@ -4,8 +4,9 @@ import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
 import { AdminAuthLive, ApiKeyAuthLive } from "../auth/ApiKeyAuth.ts"
 import { Database, sql } from "../db/Database.ts"
+import { AccountHandlers } from "./AccountHandlers.ts"
 import { AdminHandlers } from "./AdminHandlers.ts"
-import { apiEdge, unmatchedRoutes } from "./edge.ts"
+import { adminEdge, unmatchedRoutes, v1Edge } from "./edge.ts"
 import { errorResponse, SERVICE_UNAVAILABLE_RETRY_SECONDS } from "./errors.ts"
 import { PetsHandlers } from "./PetsHandlers.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
@@ -13,10 +14,12 @@ import { RequestValidationLive } from "./RequestValidation.ts"
 /** Everything under `/v1` that answers to API keys. */
 const V1Routes = Layer.mergeAll(
   HttpApiBuilder.layer(PetstoreApi).pipe(
-    Layer.provide(PetsHandlers.pipe(Layer.provide(Layer.mergeAll(ApiKeyAuthLive, RequestValidationLive))))
+    Layer.provide(
+      Layer.mergeAll(PetsHandlers, AccountHandlers).pipe(Layer.provide(Layer.mergeAll(ApiKeyAuthLive, RequestValidationLive)))
+    )
   ),
   unmatchedRoutes(PetstoreApi, "/v1")
-).pipe(Layer.provide(apiEdge(PetstoreApi)))
+).pipe(Layer.provide(v1Edge))
 
 /** Built once: the document only changes with the contract. */
 const OpenApiRoute = HttpRouter.use((router) =>
@@ -52,4 +55,4 @@ export const AdminRoutes = Layer.mergeAll(
     Layer.provide(AdminHandlers.pipe(Layer.provide(Layer.mergeAll(AdminAuthLive, RequestValidationLive))))
   ),
   unmatchedRoutes(AdminApi, "/admin")
-).pipe(Layer.provide(apiEdge(AdminApi)))
+).pipe(Layer.provide(adminEdge))

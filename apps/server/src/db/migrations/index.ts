@@ -1,5 +1,6 @@
 import createPets from "./0001_create_pets.ts"
 import createApiKeys from "./0002_create_api_keys.ts"
+import createQuotaUsage from "./0003_create_quota_usage.ts"
 
 export interface Migration {
   /** Versions only grow; a released migration is never edited, a new one is added. */
@@ -8,4 +9,4 @@ export interface Migration {
   readonly statements: ReadonlyArray<string>
 }
 
-export const migrations: ReadonlyArray<Migration> = [createPets, createApiKeys]
+export const migrations: ReadonlyArray<Migration> = [createPets, createApiKeys, createQuotaUsage]

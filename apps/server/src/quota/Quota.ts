@@ -1,0 +1,124 @@
+import type { QuotaLimits } from "@petstore/contract"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import type { ApiKey } from "../auth/ApiKeys.ts"
+import { AppConfig } from "../config.ts"
+import type { DatabaseError } from "../db/Database.ts"
+import { DAY_MILLIS, MINUTE_MILLIS, QuotaStore } from "./QuotaStore.ts"
+
+/** Who spends quota: an API key, or the address of a client that has no valid key. */
+export interface QuotaSubject {
+  readonly id: string
+  readonly perMinute: number
+  /** Only keys have a daily window. */
+  readonly perDay: Option.Option<number>
+  /** Only keys are banned: an address has nothing to revoke. */
+  readonly bannable: boolean
+}
+
+export interface WindowState {
+  readonly limit: number
+  readonly used: number
+  readonly remaining: number
+  /** Unix milliseconds at which the window resets. */
+  readonly resetAt: number
+}
+
+export interface QuotaDecision {
+  readonly admitted: boolean
+  /** Unix milliseconds at which the decision was made. */
+  readonly now: number
+  readonly minute: WindowState
+  readonly day: Option.Option<WindowState>
+  readonly bannedUntil: Option.Option<number>
+}
+
+const UNLIMITED = 2_147_483_647
+
+const windowState = (limit: number, used: number, start: number, length: number): WindowState => ({
+  limit,
+  used,
+  remaining: Math.max(0, limit - used),
+  resetAt: start + length
+})
+
+/**
+ * Fixed windows aligned to UTC, the minute and the day. An admitted request
+ * counts once in both; a refused one spends nothing. A key that keeps sending
+ * while limited (more than its ban threshold of refusals in one minute) is
+ * banned for a while. Time comes from `Clock`, so tests move it with `TestClock`.
+ */
+export class Quota extends Context.Service<Quota, {
+  readonly store: QuotaStore["Service"]["kind"]
+  readonly keySubject: (key: ApiKey) => QuotaSubject
+  readonly addressSubject: (address: string) => QuotaSubject
+  /** Spends one request if the subject may make it. */
+  readonly admit: (subject: QuotaSubject) => Effect.Effect<QuotaDecision, DatabaseError>
+  /** The subject's windows, spending nothing. */
+  readonly peek: (subject: QuotaSubject) => Effect.Effect<QuotaDecision, DatabaseError>
+  readonly unban: (subject: QuotaSubject) => Effect.Effect<void, DatabaseError>
+}>()("@petstore/server/quota/Quota") {
+  static readonly layer = Layer.effect(
+    Quota,
+    Effect.gen(function*() {
+      const store = yield* QuotaStore
+      const config = yield* AppConfig
+      const banMillis = config.banSeconds * 1000
+
+      const keySubject = (key: ApiKey): QuotaSubject => limitsSubject(`key:${key.id}`, key.limits)
+      const limitsSubject = (id: string, limits: QuotaLimits): QuotaSubject => ({
+        id,
+        perMinute: limits.perMinute,
+        perDay: Option.some(limits.perDay),
+        bannable: true
+      })
+      const addressSubject = (address: string): QuotaSubject => ({
+        id: `address:${address}`,
+        perMinute: config.anonymousPerMinute,
+        perDay: Option.none(),
+        bannable: false
+      })
+
+      const decide = (consume: boolean) =>
+        Effect.fn("Quota.decide")(function*(subject: QuotaSubject) {
+          const now = yield* Clock.currentTimeMillis
+          const admission = yield* store.admit({
+            subject: subject.id,
+            now,
+            perMinute: subject.perMinute,
+            perDay: Option.getOrElse(subject.perDay, () => UNLIMITED),
+            banThreshold: subject.bannable ? Option.getOrElse(config.banThreshold, () => subject.perMinute) : UNLIMITED,
+            banMillis,
+            consume
+          })
+          return {
+            admitted: admission.admitted,
+            now,
+            minute: windowState(subject.perMinute, admission.minuteCount, admission.minuteStart, MINUTE_MILLIS),
+            day: Option.map(subject.perDay, (perDay) => windowState(perDay, admission.dayCount, admission.dayStart, DAY_MILLIS)),
+            bannedUntil: Option.fromNullishOr(admission.bannedUntil)
+          } satisfies QuotaDecision
+        })
+
+      return Quota.of({
+        store: store.kind,
+        keySubject,
+        addressSubject,
+        admit: decide(true),
+        peek: decide(false),
+        unban: (subject) => store.unban(subject.id)
+      })
+    })
+  )
+
+  /** The store follows the database unless `QUOTA_STORE` says otherwise. */
+  static readonly layerFromConfig = Layer.unwrap(Effect.gen(function*() {
+    const config = yield* AppConfig
+    const kind = Option.getOrElse(config.quotaStore, () => Option.isSome(config.databaseUrl) ? "postgres" : "memory")
+    return Quota.layer.pipe(Layer.provide(kind === "postgres" ? QuotaStore.postgres : QuotaStore.memory))
+  }))
+}
+
+/** The decision the `/v1` edge made for the current request, for handlers that report it. */
+export const RequestQuota = Context.Reference<Option.Option<QuotaDecision>>("@petstore/server/quota/RequestQuota", {
+  defaultValue: () => Option.none()
+})

@@ -1,0 +1,133 @@
+import { Context, Effect, Layer } from "effect"
+import { Database, type DatabaseError, sql } from "../db/Database.ts"
+
+/** One admission, or a look that spends nothing (`consume: false`). Times are Unix milliseconds. */
+export interface AdmitRequest {
+  readonly subject: string
+  readonly now: number
+  readonly perMinute: number
+  readonly perDay: number
+  readonly banThreshold: number
+  readonly banMillis: number
+  readonly consume: boolean
+}
+
+/** The subject's windows after the request. */
+export interface Admission {
+  readonly admitted: boolean
+  readonly minuteStart: number
+  readonly minuteCount: number
+  readonly dayStart: number
+  readonly dayCount: number
+  readonly bannedUntil: number | null
+}
+
+export const MINUTE_MILLIS = 60_000
+export const DAY_MILLIS = 86_400_000
+
+/**
+ * Where quota counts live. Both stores implement the same rules; each
+ * admission is atomic: a refused request spends nothing.
+ */
+export class QuotaStore extends Context.Service<QuotaStore, {
+  readonly kind: "memory" | "postgres"
+  readonly admit: (request: AdmitRequest) => Effect.Effect<Admission, DatabaseError>
+  readonly unban: (subject: string) => Effect.Effect<void, DatabaseError>
+}>()("@petstore/server/quota/QuotaStore") {
+  /** One process's counts, in its memory: the default with the embedded database. */
+  static readonly memory = Layer.sync(QuotaStore, () => {
+    interface Usage {
+      minuteStart: number
+      minuteCount: number
+      minuteRefused: number
+      dayStart: number
+      dayCount: number
+      bannedUntil: number | null
+    }
+    const usage = new Map<string, Usage>()
+
+    // Subjects idle since an earlier day hold nothing worth keeping.
+    const forgetIdle = (today: number) => {
+      for (const [subject, entry] of usage) {
+        if (entry.dayStart < today && (entry.bannedUntil === null || entry.bannedUntil < today)) usage.delete(subject)
+      }
+    }
+
+    const admit = (request: AdmitRequest): Admission => {
+      const minute = request.now - (request.now % MINUTE_MILLIS)
+      const day = request.now - (request.now % DAY_MILLIS)
+      let entry = usage.get(request.subject)
+      if (entry === undefined) {
+        if (usage.size >= 100_000) forgetIdle(day)
+        entry = { minuteStart: minute, minuteCount: 0, minuteRefused: 0, dayStart: day, dayCount: 0, bannedUntil: null }
+        usage.set(request.subject, entry)
+      }
+      if (entry.minuteStart !== minute) Object.assign(entry, { minuteStart: minute, minuteCount: 0, minuteRefused: 0 })
+      if (entry.dayStart !== day) Object.assign(entry, { dayStart: day, dayCount: 0 })
+      if (entry.bannedUntil !== null && entry.bannedUntil <= request.now) entry.bannedUntil = null
+      const admitted = entry.bannedUntil === null && entry.minuteCount < request.perMinute &&
+        entry.dayCount < request.perDay
+      if (request.consume) {
+        if (admitted) {
+          entry.minuteCount++
+          entry.dayCount++
+        } else if (entry.bannedUntil === null && ++entry.minuteRefused > request.banThreshold) {
+          entry.bannedUntil = request.now + request.banMillis
+        }
+      }
+      return {
+        admitted,
+        minuteStart: entry.minuteStart,
+        minuteCount: entry.minuteCount,
+        dayStart: entry.dayStart,
+        dayCount: entry.dayCount,
+        bannedUntil: entry.bannedUntil
+      }
+    }
+
+    return QuotaStore.of({
+      kind: "memory",
+      admit: (request) => Effect.sync(() => admit(request)),
+      unban: (subject) =>
+        Effect.sync(() => {
+          const entry = usage.get(subject)
+          if (entry !== undefined) Object.assign(entry, { bannedUntil: null, minuteRefused: 0 })
+        })
+    })
+  })
+
+  /** Counts shared by every server process on the database; one statement per admission. */
+  static readonly postgres = Layer.effect(
+    QuotaStore,
+    Effect.gen(function*() {
+      const db = yield* Database
+      interface Row {
+        readonly admitted: boolean
+        readonly minute_start: number
+        readonly minute_count: number
+        readonly day_start: number
+        readonly day_count: number
+        readonly banned_until: number | null
+      }
+      return QuotaStore.of({
+        kind: "postgres",
+        admit: (request) =>
+          db.query<Row>(sql`SELECT * FROM quota_admit(${request.subject}, ${request.now}, ${request.perMinute},
+            ${request.perDay}, ${request.banThreshold}, ${request.banMillis}, ${request.consume})`).pipe(
+              Effect.map(([row]) => ({
+                admitted: row!.admitted,
+                minuteStart: row!.minute_start,
+                minuteCount: row!.minute_count,
+                dayStart: row!.day_start,
+                dayCount: row!.day_count,
+                bannedUntil: row!.banned_until
+              }))
+            ),
+        unban: (subject) =>
+          Effect.asVoid(
+            db.query(sql`UPDATE quota_usage SET banned_until = NULL, minute_refused = 0 WHERE subject = ${subject}`)
+          )
+      })
+    })
+  )
+}
