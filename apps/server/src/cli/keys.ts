@@ -1,0 +1,220 @@
+/**
+ * `pnpm keys`: provisions API keys through the server's admin API.
+ *
+ *   ADMIN_TOKEN=... pnpm keys create --plan pro --name ci-bot
+ *   ADMIN_TOKEN=... pnpm keys list
+ *
+ * ADMIN_URL (default http://127.0.0.1:8081) is the admin listener's address.
+ * Exit codes: 0 done, 1 the server refused or could not be reached, 2 bad configuration.
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { type AdminClient, ApiKeyId, ApiKeyName, type ApiKeyView, makeAdminClient, Plan, QuotaLimits } from "@petstore/contract"
+import { Config, Console, Context, Data, Effect, Layer, Option, Predicate, Runtime } from "effect"
+import { Argument, CliError, CliOutput, Command, Flag } from "effect/cli"
+import { FetchHttpClient, HttpClientError } from "effect/http"
+import { formatConfigError } from "../config.ts"
+
+/** A failure the user reads as one line on stderr; the CLI runner prints it and the runtime exits with `exitCode`. */
+class KeysError extends Data.TaggedError("KeysError")<{ readonly message: string; readonly exitCode: 1 | 2 }> {
+  override get [CliError.userMessage]() {
+    return this.message
+  }
+  override get [Runtime.errorExitCode]() {
+    return this.exitCode
+  }
+}
+
+const toKeysError = (adminUrl: string) => (error: unknown): KeysError => {
+  if (HttpClientError.isHttpClientError(error)) {
+    const message = error.reason._tag === "TransportError"
+      ? `cannot reach the admin API at ${adminUrl}; is the server running, and is ADMIN_URL its admin address?`
+      : `unexpected answer from the admin API at ${adminUrl}: ${error.message}`
+    return new KeysError({ message, exitCode: 1 })
+  }
+  // The contract's errors all carry the server's `{ code, message }`.
+  if (Predicate.hasProperty(error, "code") && Predicate.hasProperty(error, "message")) {
+    return new KeysError({ message: `${String(error.code)}: ${String(error.message)}`, exitCode: 1 })
+  }
+  return new KeysError({ message: `unexpected answer from the admin API at ${adminUrl}: ${String(error)}`, exitCode: 1 })
+}
+
+/** The admin API, with every failure already turned into a `KeysError`. */
+class Admin extends Context.Service<Admin, {
+  readonly call: <A, E>(request: (client: AdminClient) => Effect.Effect<A, E>) => Effect.Effect<A, KeysError>
+}>()("@petstore/server/cli/Admin") {
+  // Provided to each subcommand rather than to `keys`, so that it is built only when one runs: help needs no ADMIN_TOKEN.
+  static readonly layer = Layer.effect(
+    Admin,
+    Effect.gen(function*() {
+      const { adminUrl, adminToken } = yield* Config.all({
+        adminUrl: Config.URL("ADMIN_URL").pipe(Config.withDefault(new URL("http://127.0.0.1:8081"))),
+        adminToken: Config.option(Config.String("ADMIN_TOKEN"))
+      }).pipe(
+        Effect.mapError((error) =>
+          new KeysError({ message: `invalid configuration: ${formatConfigError(error)}`, exitCode: 2 })
+        )
+      )
+      if (Option.isNone(adminToken) || adminToken.value === "") {
+        return yield* new KeysError({
+          message: "ADMIN_TOKEN is not set: export the server's admin token to use the admin API",
+          exitCode: 2
+        })
+      }
+      const baseUrl = adminUrl.href.replace(/\/+$/, "")
+      const client = yield* makeAdminClient({ baseUrl, adminToken: adminToken.value })
+      return Admin.of({ call: (request) => Effect.mapError(request(client), toKeysError(baseUrl)) })
+    })
+  ).pipe(Layer.provide(FetchHttpClient.layer))
+}
+
+const formatLimits = ({ perMinute, perDay }: QuotaLimits) => `${perMinute}/min ${perDay}/day`
+
+const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
+
+// Under exactOptionalPropertyTypes an absent field must be left out, not set to undefined.
+const fieldIfSome = <const K extends string, A>(key: K, value: Option.Option<A>) =>
+  Option.match(value, { onNone: () => ({}), onSome: (value) => ({ [key]: value }) }) as { readonly [P in K]?: A }
+
+const keys = Command.make("keys").pipe(
+  Command.withSharedFlags({
+    json: Flag.Boolean("json").pipe(Flag.withDescription("Print the admin API's JSON answer"), Flag.withDefault(false))
+  }),
+  Command.withDescription("Provision API keys through the server's admin API (ADMIN_URL, ADMIN_TOKEN)")
+)
+
+const plan = Flag.Literals("plan", Plan.literals).pipe(
+  Flag.withDescription("free, pro and business have fixed limits; enterprise needs --per-minute and --per-day")
+)
+
+// The contract's own schemas check input before anything is sent: the client would refuse it anyway, with a less helpful message.
+const limitFlags = {
+  perMinute: Flag.Int("per-minute").pipe(
+    Flag.withSchema(QuotaLimits.fields.perMinute),
+    Flag.withDescription("Requests per minute (enterprise only)"),
+    Flag.optional
+  ),
+  perDay: Flag.Int("per-day").pipe(
+    Flag.withSchema(QuotaLimits.fields.perDay),
+    Flag.withDescription("Requests per day (enterprise only)"),
+    Flag.optional
+  )
+}
+
+interface LimitInput {
+  readonly perMinute: Option.Option<number>
+  readonly perDay: Option.Option<number>
+}
+
+const limitsOf = (input: LimitInput) =>
+  Option.zipWith(input.perMinute, input.perDay, (perMinute, perDay) => ({ perMinute, perDay }))
+
+// Half a pair of limits is a typo, not something to send to the server.
+const bothLimitsOrNeither = <Input extends LimitInput>(input: Input) =>
+  Option.isSome(input.perMinute) === Option.isSome(input.perDay)
+    ? Effect.void
+    : Effect.fail(new CliError.ValidationError({ message: "--per-minute and --per-day go together" }))
+
+const create = Command.make(
+  "create",
+  {
+    plan,
+    name: Flag.String("name").pipe(Flag.withSchema(ApiKeyName), Flag.withDescription("A label for the key"), Flag.optional),
+    ...limitFlags
+  },
+  Effect.fn(function*(input) {
+    const { json } = yield* keys
+    const admin = yield* Admin
+    const created = yield* admin.call((client) =>
+      client.keys.createKey({
+        payload: { plan: input.plan, ...fieldIfSome("name", input.name), ...fieldIfSome("limits", limitsOf(input)) }
+      })
+    )
+    if (json) return yield* printJson(created)
+    yield* Console.log([
+      `Created ${created.id}`,
+      `  plan:   ${created.plan}`,
+      `  limits: ${formatLimits(created.limits)}`,
+      ...(created.name === "" ? [] : [`  name:   ${created.name}`]),
+      `  key:    ${created.key}`,
+      "",
+      "The key is shown only this once and cannot be retrieved later: store it now."
+    ].join("\n"))
+  })
+).pipe(
+  Command.validate(bothLimitsOrNeither),
+  Command.provide(Admin.layer),
+  Command.withDescription("Create an API key and print its secret (shown once)"),
+  Command.withExamples([
+    { command: "keys create --plan pro --name ci-bot", description: "A pro key" },
+    { command: "keys create --plan enterprise --per-minute 5000 --per-day 1000000", description: "An enterprise key" }
+  ])
+)
+
+const keyLine = (key: ApiKeyView) =>
+  [key.id, key.plan.padEnd(10), formatLimits(key.limits).padEnd(24), (key.name || "-").padEnd(20), key.createdAt].join("  ")
+
+const list = Command.make(
+  "list",
+  {},
+  Effect.fn(function*() {
+    const { json } = yield* keys
+    const admin = yield* Admin
+    const all = yield* admin.call((client) => client.keys.listKeys({}))
+    if (json) return yield* printJson(all)
+    if (all.length === 0) return yield* Console.log("No live API keys.")
+    yield* Console.log(all.map(keyLine).join("\n"))
+  })
+).pipe(
+  Command.provide(Admin.layer),
+  Command.withDescription("List the live API keys: id, plan, limits, name, creation time (never a secret)")
+)
+
+const id = Argument.String("id").pipe(
+  Argument.withSchema(ApiKeyId),
+  Argument.withDescription("The key's id, e.g. key_0123456789abcdef")
+)
+
+const revoke = Command.make(
+  "revoke",
+  { id },
+  Effect.fn(function*({ id }) {
+    const { json } = yield* keys
+    const admin = yield* Admin
+    yield* admin.call((client) => client.keys.revokeKey({ params: { id } }))
+    yield* json ? printJson({ id, revoked: true }) : Console.log(`Revoked ${id}: it is refused from now on.`)
+  })
+).pipe(Command.provide(Admin.layer), Command.withDescription("Revoke an API key for good"))
+
+const setPlan = Command.make(
+  "set-plan",
+  { id, plan, ...limitFlags },
+  Effect.fn(function*(input) {
+    const { json } = yield* keys
+    const admin = yield* Admin
+    const updated = yield* admin.call((client) =>
+      client.keys.updateKey({
+        params: { id: input.id },
+        payload: { plan: input.plan, ...fieldIfSome("limits", limitsOf(input)) }
+      })
+    )
+    if (json) return yield* printJson(updated)
+    yield* Console.log(`Updated ${updated.id}: plan ${updated.plan}, limits ${formatLimits(updated.limits)}`)
+  })
+).pipe(
+  Command.validate(bothLimitsOrNeither),
+  Command.provide(Admin.layer),
+  Command.withDescription("Change a key's plan, and an enterprise key's limits")
+)
+
+// The default formatter frames a handler's failure in a multi-line ERROR block; one line is easier to read in a script's log.
+const oneLineErrors = CliOutput.layer({
+  ...CliOutput.defaultFormatter(),
+  formatError: (error) => `keys: ${error.message.replace(/\s*\n\s*/g, " ")}`
+})
+
+keys.pipe(
+  Command.withSubcommands([create, list, revoke, setPlan]),
+  Command.run({ version: "1.0.0" }),
+  Effect.provide([NodeServices.layer, oneLineErrors]),
+  NodeRuntime.runMain
+)
