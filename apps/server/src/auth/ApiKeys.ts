@@ -23,10 +23,12 @@ export interface ApiKey {
 const SECRET_PREFIX = "psk_"
 
 /**
- * How long a looked-up key is trusted without asking the database again. A
- * revocation reaches every server process within this time.
+ * How long a looked-up key is trusted without asking the database again.
+ * Changes are announced to every process at once (LISTEN/NOTIFY); this bounds
+ * the delay should an announcement be lost, e.g. while reconnecting.
  */
 export const KEY_CACHE_TTL_MILLIS = 4_000
+const KEYS_CHANGED_CHANNEL = "api_keys_changed"
 const KEY_CACHE_MAX_ENTRIES = 10_000
 
 const hashSecret = (secret: string) => createHash("sha256").update(secret).digest("hex")
@@ -92,6 +94,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     Effect.gen(function*() {
       const db = yield* Database
       const cache = new Map<string, { readonly key: ApiKey; readonly expiresAt: number }>()
+      yield* db.listen(KEYS_CHANGED_CHANNEL, () => cache.clear())
+      const announceChange = (id: ApiKeyId) => db.query(sql`SELECT pg_notify(${KEYS_CHANGED_CHANNEL}, ${id})`)
 
       const find = (id: ApiKeyId) =>
         db.query<ApiKeyRow>(sql`SELECT id, name, plan, per_minute, per_day, created_at FROM api_keys WHERE id = ${id} AND revoked_at IS NULL`).pipe(
@@ -142,6 +146,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           WHERE id = ${id} AND revoked_at IS NULL
           RETURNING id, name, plan, per_minute, per_day, created_at`)
         cache.clear()
+        yield* announceChange(id)
         return Option.map(Option.fromUndefinedOr(rows[0]), toApiKey)
       })
 
@@ -150,6 +155,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${id} AND revoked_at IS NULL RETURNING id`
         )
         cache.clear()
+        yield* announceChange(id)
         return rows.length > 0
       })
 

@@ -1,5 +1,5 @@
 import { PGlite } from "@electric-sql/pglite"
-import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Data, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import postgres from "postgres"
 import { AppConfig } from "../config.ts"
 import { migrations } from "./migrations/index.ts"
@@ -30,6 +30,8 @@ interface Driver {
   readonly kind: "postgres" | "pglite"
   readonly query: RunQuery
   readonly transaction: <A>(body: (query: RunQuery) => Promise<A>) => Promise<A>
+  /** Calls `onNotify` for each NOTIFY on the channel; the returned function stops listening. */
+  readonly listen: (channel: string, onNotify: (payload: string) => void) => Promise<() => Promise<void>>
   readonly close: () => Promise<void>
 }
 
@@ -53,6 +55,10 @@ const postgresDriver = (url: string): Driver => {
     kind: "postgres",
     query: run(client),
     transaction: (body) => client.begin((tx) => body(run(tx))) as Promise<never>,
+    listen: async (channel, onNotify) => {
+      const { unlisten } = await client.listen(channel, onNotify)
+      return unlisten
+    },
     close: () => client.end({ timeout: 5 })
   }
 }
@@ -65,6 +71,7 @@ const pgliteDriver = async (dataDir: string | undefined): Promise<Driver> => {
     kind: "pglite",
     query: run(db),
     transaction: (body) => db.transaction((tx) => body(run(tx))),
+    listen: (channel, onNotify) => db.listen(channel, onNotify),
     close: () => db.close()
   }
 }
@@ -91,6 +98,11 @@ const migrate = (driver: Driver) =>
 export class Database extends Context.Service<Database, {
   readonly kind: Driver["kind"]
   readonly query: <Row = Record<string, unknown>>(statement: Statement) => Effect.Effect<ReadonlyArray<Row>, DatabaseError>
+  /** Runs `onNotify` for every NOTIFY on the channel, from any process, until the scope closes. */
+  readonly listen: (
+    channel: string,
+    onNotify: (payload: string) => void
+  ) => Effect.Effect<void, DatabaseError, Scope.Scope>
 }>()("@petstore/server/db/Database") {
   /**
    * PostgreSQL when `DATABASE_URL` is set, otherwise PGlite under `DATA_DIR`.
@@ -121,7 +133,12 @@ export class Database extends Context.Service<Database, {
           Effect.tryPromise({
             try: () => driver.query(statement.text, statement.values) as Promise<ReadonlyArray<Row>>,
             catch: (cause) => new DatabaseError({ cause })
-          })
+          }),
+        listen: (channel, onNotify) =>
+          Effect.asVoid(Effect.acquireRelease(
+            Effect.tryPromise({ try: () => driver.listen(channel, onNotify), catch: (cause) => new DatabaseError({ cause }) }),
+            (unlisten) => Effect.promise(() => unlisten().catch(() => undefined))
+          ))
       })
     })
   )
