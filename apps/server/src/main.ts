@@ -1,14 +1,28 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
-import { AppConfig, formatConfigError } from "./config.ts"
+import cluster from "node:cluster"
+import { stopWithPrimary, superviseWorkers } from "./cluster.ts"
+import { AppConfig, AppConfigShape, formatConfigError } from "./config.ts"
+import { quotaStoreKind } from "./quota/Quota.ts"
 import { ServerLive } from "./server.ts"
 
-const main = Layer.launch(ServerLive.pipe(Layer.provide(AppConfig.layer))).pipe(
-  Effect.catchTag("ConfigError", (error) =>
-    Effect.sync(() => {
-      process.stderr.write(`petstore: invalid configuration: ${formatConfigError(error)}\n`)
-      process.exit(2)
-    }))
-)
+const refuseToStart = (line: string) =>
+  Effect.sync(() => {
+    process.stderr.write(`petstore: invalid configuration: ${line}\n`)
+    process.exit(2)
+  })
+
+const main = Effect.gen(function*() {
+  const config = yield* AppConfigShape
+  if (config.workers > 1 && quotaStoreKind(config) !== "postgres") {
+    return yield* refuseToStart(
+      `WORKERS: ${config.workers} processes need the shared PostgreSQL quota store (set DATABASE_URL); ` +
+        "the in-memory store would count each process's quotas apart"
+    )
+  }
+  if (config.workers > 1 && cluster.isPrimary) return yield* superviseWorkers(config.workers)
+  if (cluster.isWorker) stopWithPrimary()
+  return yield* Layer.launch(ServerLive.pipe(Layer.provide(Layer.succeed(AppConfig, config))))
+}).pipe(Effect.catchTag("ConfigError", (error) => refuseToStart(formatConfigError(error))))
 
 NodeRuntime.runMain(main)

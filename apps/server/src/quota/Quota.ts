@@ -1,7 +1,7 @@
 import type { QuotaLimits } from "@petstore/contract"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { ApiKey } from "../auth/ApiKeys.ts"
-import { AppConfig } from "../config.ts"
+import { AppConfig, type AppConfigValues } from "../config.ts"
 import type { DatabaseError } from "../db/Database.ts"
 import { DAY_MILLIS, MINUTE_MILLIS, QuotaStore } from "./QuotaStore.ts"
 
@@ -33,6 +33,10 @@ export interface QuotaDecision {
 }
 
 const UNLIMITED = 2_147_483_647
+
+/** The store follows the database unless `QUOTA_STORE` says otherwise. */
+export const quotaStoreKind = (config: AppConfigValues): "memory" | "postgres" =>
+  Option.getOrElse(config.quotaStore, () => Option.isSome(config.databaseUrl) ? "postgres" : "memory")
 
 const windowState = (limit: number, used: number, start: number, length: number): WindowState => ({
   limit,
@@ -110,10 +114,8 @@ export class Quota extends Context.Service<Quota, {
     })
   )
 
-  /** The store follows the database unless `QUOTA_STORE` says otherwise. */
   static readonly layerFromConfig = Layer.unwrap(Effect.gen(function*() {
-    const config = yield* AppConfig
-    const kind = Option.getOrElse(config.quotaStore, () => Option.isSome(config.databaseUrl) ? "postgres" : "memory")
+    const kind = quotaStoreKind(yield* AppConfig)
     return Quota.layer.pipe(Layer.provide(kind === "postgres" ? QuotaStore.postgres : QuotaStore.memory))
   }))
 }

@@ -36,8 +36,11 @@ export const spawnServer = (env: Record<string, string>): ServerProcess => {
     output: () => output,
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return
-      child.kill("SIGKILL")
-      await once(child, "exit")
+      const exited = once(child, "exit")
+      child.kill("SIGTERM")
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+      await exited
+      clearTimeout(timer)
     }
   }
 }

@@ -1,0 +1,82 @@
+import { afterAll, describe, expect, it } from "vitest"
+import { createTestDatabase, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
+import { freePort, type ServerProcess, spawnServer } from "./support/process.ts"
+
+const ADMIN_TOKEN = "test-admin-token-not-a-secret"
+const running: Array<ServerProcess> = []
+const databases: Array<TestDatabase> = []
+
+afterAll(async () => {
+  await Promise.all(running.map((server) => server.stop()))
+  await Promise.all(databases.map((database) => database.drop()))
+})
+
+/** Starts a server process and waits until it answers. */
+const start = async (env: Record<string, string>) => {
+  const [port, adminPort] = [await freePort(), await freePort()]
+  const server = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), ADMIN_TOKEN, ...env })
+  running.push(server)
+  for (let attempt = 0; attempt < 300; attempt++) {
+    const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)
+    if (ready) return { origin: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, server }
+    if (server.child.exitCode !== null) break
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`the server did not start:\n${server.output()}`)
+}
+
+const createFreeKey = async (admin: string) => {
+  const response = await fetch(`${admin}/admin/keys`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ plan: "free" })
+  })
+  return ((await response.json()) as { key: string }).key
+}
+
+/**
+ * 300 concurrent requests from one free key, spread over the given origins.
+ * Windows follow the wall clock: a burst that straddles a minute is sent again with a new key.
+ */
+const burst = async (origins: ReadonlyArray<string>, admin: string) => {
+  for (let attempt = 0; ; attempt++) {
+    const key = await createFreeKey(admin)
+    const answers = await Promise.all(Array.from({ length: 300 }, (_, i) =>
+      fetch(`${origins[i % origins.length]}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then(
+        async (response) => ({ status: response.status, reset: response.headers.get("x-ratelimit-reset"), body: await response.text() })
+      )))
+    const resets = new Set(answers.map((answer) => answer.reset))
+    if (resets.size === 1 || attempt === 2) return answers
+  }
+}
+
+describe.runIf(postgresAdminUrl !== undefined)("several server processes on one PostgreSQL database", () => {
+  it("admit exactly a free key's 60 requests of 300 sent at once over two processes", async () => {
+    const database = await createTestDatabase(postgresAdminUrl!)
+    databases.push(database)
+    const [a, b] = await Promise.all([start({ DATABASE_URL: database.url }), start({ DATABASE_URL: database.url })])
+    const answers = await burst([a.origin, b.origin], a.admin)
+    expect(answers.filter((answer) => answer.status === 200)).toHaveLength(60)
+    expect(answers.filter((answer) => answer.status === 429)).toHaveLength(240)
+  }, 120_000)
+
+  it("WORKERS=2 serves one port from two processes with exact quotas", async () => {
+    const database = await createTestDatabase(postgresAdminUrl!)
+    databases.push(database)
+    const { origin, admin } = await start({ DATABASE_URL: database.url, WORKERS: "2" })
+    const answers = await burst([origin], admin)
+    expect(answers.filter((answer) => answer.status === 200)).toHaveLength(60)
+    expect(answers.filter((answer) => answer.status === 429)).toHaveLength(240)
+  }, 120_000)
+})
+
+describe("WORKERS without the shared store", () => {
+  it("is refused at start-up with one line naming WORKERS", async () => {
+    const server = spawnServer({ WORKERS: "2", DATA_DIR: ":memory:", PORT: String(await freePort()) })
+    running.push(server)
+    const code = await new Promise<number | null>((resolve) => server.child.once("exit", resolve))
+    expect(code).toBe(2)
+    expect(server.output().trim()).toMatch(/^petstore: invalid configuration: WORKERS: 2 processes need the shared PostgreSQL quota store/)
+    expect(server.output().trim().split("\n")).toHaveLength(1)
+  })
+})
