@@ -162,6 +162,28 @@ describe.each(stores)("quota with the $name", ({ layer: quotaLayer }) => {
         assert.isTrue((yield* quota.admit(quota.keySubject(key))).admitted)
       }))
 
+    it.effect("admits exactly the limit of many requests sent at once (the PostgreSQL store batches them)", () =>
+      Effect.gen(function*() {
+        const quota = yield* Quota
+        const free = keyOf("free")
+        const pro = keyOf("pro")
+        const decisions = yield* Effect.all(
+          Array.from({ length: 400 }, (_, i) => quota.admit(quota.keySubject(i % 2 === 0 ? free : pro))),
+          { concurrency: "unbounded" }
+        )
+        const admitted = (parity: number) => decisions.filter((d, i) => i % 2 === parity && d.admitted).length
+        assert.strictEqual(admitted(0), 60)
+        assert.strictEqual(admitted(1), 200)
+      }))
+
+    it.effect("counts a subject whose name holds quotes, commas and backslashes as itself", () =>
+      Effect.gen(function*() {
+        const quota = yield* Quota
+        const subject = quota.addressSubject(`198.51.100.7", "x\\"},{"y ${++keys}`)
+        yield* Effect.all([quota.admit(subject), quota.admit(subject)], { concurrency: "unbounded" })
+        assert.strictEqual((yield* quota.peek(subject)).minute.used, 2)
+      }))
+
     it.effect("client addresses get the anonymous limit, a minute window only, and are never banned", () =>
       Effect.gen(function*() {
         const quota = yield* Quota

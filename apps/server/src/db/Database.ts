@@ -16,6 +16,14 @@ export const sql = (strings: TemplateStringsArray, ...values: ReadonlyArray<unkn
   values
 })
 
+/**
+ * A JavaScript array as a PostgreSQL array literal, to bind with an explicit
+ * cast (`${arrayLiteral(ids)}::bigint[]`): the drivers infer array parameter
+ * types differently, a literal string means the same to both.
+ */
+export const arrayLiteral = (values: ReadonlyArray<string | number | boolean>) =>
+  `{${values.map((value) => typeof value === "string" ? `"${value.replace(/[\\"]/g, "\\$&")}"` : String(value)).join(",")}}`
+
 export class DatabaseError extends Data.TaggedError("DatabaseError")<{ readonly cause: unknown }> {
   override get message() {
     return this.cause instanceof Error ? this.cause.message : String(this.cause)

@@ -1,5 +1,5 @@
-import { Context, Effect, Layer } from "effect"
-import { Database, type DatabaseError, sql } from "../db/Database.ts"
+import { Context, Effect, Exit, Layer, Request, RequestResolver } from "effect"
+import { arrayLiteral, Database, type DatabaseError, sql } from "../db/Database.ts"
 
 /** One admission, or a look that spends nothing (`consume: false`). Times are Unix milliseconds. */
 export interface AdmitRequest {
@@ -96,12 +96,17 @@ export class QuotaStore extends Context.Service<QuotaStore, {
     })
   })
 
-  /** Counts shared by every server process on the database; one statement per admission. */
+  /**
+   * Counts shared by every server process on the database. The admissions of
+   * concurrent requests are collected and sent as one statement
+   * (`quota_admit_many`), which applies each exactly as if it came alone.
+   */
   static readonly postgres = Layer.effect(
     QuotaStore,
     Effect.gen(function*() {
       const db = yield* Database
       interface Row {
+        readonly ordinal: number
         readonly admitted: boolean
         readonly minute_start: number
         readonly minute_count: number
@@ -109,20 +114,43 @@ export class QuotaStore extends Context.Service<QuotaStore, {
         readonly day_count: number
         readonly banned_until: number | null
       }
+      interface Admit extends Request.Request<Admission, DatabaseError> {
+        readonly request: AdmitRequest
+      }
+      const Admit = Request.of<Admit>()
+
+      const admitTogether = RequestResolver.make<Admit>((entries) => {
+        const requests = entries.map((entry) => entry.request.request)
+        // Every admission of a batch shares the ban length: it is the server's setting.
+        const column = (pick: (request: AdmitRequest) => string | number | boolean) => arrayLiteral(requests.map(pick))
+        return db.query<Row>(sql`SELECT * FROM quota_admit_many(
+            ${column((r) => r.subject)}::text[], ${column((r) => r.now)}::bigint[],
+            ${column((r) => r.perMinute)}::integer[], ${column((r) => r.perDay)}::integer[],
+            ${column((r) => r.banThreshold)}::integer[], ${requests[0]!.banMillis}::bigint,
+            ${column((r) => r.consume)}::boolean[])`).pipe(
+          Effect.match({
+            onFailure: (error) => {
+              for (const entry of entries) entry.completeUnsafe(Exit.fail(error))
+            },
+            onSuccess: (rows) => {
+              for (const row of rows) {
+                entries[row.ordinal - 1]!.completeUnsafe(Exit.succeed({
+                  admitted: row.admitted,
+                  minuteStart: row.minute_start,
+                  minuteCount: row.minute_count,
+                  dayStart: row.day_start,
+                  dayCount: row.day_count,
+                  bannedUntil: row.banned_until
+                }))
+              }
+            }
+          })
+        )
+      }).pipe(RequestResolver.batchN(500))
+
       return QuotaStore.of({
         kind: "postgres",
-        admit: (request) =>
-          db.query<Row>(sql`SELECT * FROM quota_admit(${request.subject}, ${request.now}, ${request.perMinute},
-            ${request.perDay}, ${request.banThreshold}, ${request.banMillis}, ${request.consume})`).pipe(
-              Effect.map(([row]) => ({
-                admitted: row!.admitted,
-                minuteStart: row!.minute_start,
-                minuteCount: row!.minute_count,
-                dayStart: row!.day_start,
-                dayCount: row!.day_count,
-                bannedUntil: row!.banned_until
-              }))
-            ),
+        admit: (request) => Effect.request(Admit({ request }), admitTogether),
         unban: (subject) =>
           Effect.asVoid(
             db.query(sql`UPDATE quota_usage SET banned_until = NULL, minute_refused = 0 WHERE subject = ${subject}`)
