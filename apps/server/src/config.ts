@@ -24,6 +24,7 @@ export const AppConfigShape = Config.all({
   dataDir: Config.String("DATA_DIR").pipe(Config.withDefault("./.data")),
   publicBaseUrl: Config.option(Config.URL("PUBLIC_BASE_URL")),
   logLevel: Config.LogLevel("LOG_LEVEL").pipe(Config.withDefault("Info" as const)),
+  logFormat: Config.Literals(["json", "pretty"], "LOG_FORMAT").pipe(Config.withDefault("json" as const)),
   quotaStore: Config.option(Config.Literals(["memory", "postgres"], "QUOTA_STORE")),
   anonymousPerMinute: Config.schema(PositiveInt, "ANONYMOUS_RATE_LIMIT").pipe(Config.withDefault(60)),
   banThreshold: Config.option(Config.schema(PositiveInt, "BAN_THRESHOLD")),

@@ -1,5 +1,5 @@
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Cause, Effect, Exit, Layer, Runtime } from "effect"
 import cluster from "node:cluster"
 import { stopWithPrimary, superviseWorkers } from "./cluster.ts"
 import { AppConfig, AppConfigShape, formatConfigError } from "./config.ts"
@@ -25,4 +25,8 @@ const main = Effect.gen(function*() {
   return yield* Layer.launch(ServerLive.pipe(Layer.provide(Layer.succeed(AppConfig, config))))
 }).pipe(Effect.catchTag("ConfigError", (error) => refuseToStart(formatConfigError(error))))
 
-NodeRuntime.runMain(main)
+/** SIGTERM and SIGINT interrupt the server; having shut down cleanly, it exits 0. */
+const teardown: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+
+NodeRuntime.runMain(main, { teardown })

@@ -1,5 +1,5 @@
 import { NodeHttpServer } from "@effect/platform-node"
-import { Context, Effect, Layer, Option, References } from "effect"
+import { Context, Effect, Layer, Logger, Option, References } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { createServer } from "node:http"
 import { ApiKeys } from "./auth/ApiKeys.ts"
@@ -8,13 +8,16 @@ import { Database } from "./db/Database.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
 import { AdminRoutes, PublicRoutes } from "./http/routes.ts"
 import { Pets } from "./pets/Pets.ts"
-import { Quota } from "./quota/Quota.ts"
+import { Quota, quotaStoreKind } from "./quota/Quota.ts"
 
 /** Where the listeners ended up (a port of 0 picks a free one). */
 export class ListenAddresses extends Context.Service<ListenAddresses, {
   readonly public: string
   readonly admin: Option.Option<string>
 }>()("@petstore/server/ListenAddresses") {}
+
+/** A client gets 10 s to send its headers and 30 s for the whole request: a slowloris cannot hold connections. */
+const slowClientLimits = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 }
 
 /**
  * Builds every route first and only then listens, so the server never accepts
@@ -25,7 +28,7 @@ const listen = <E, R>(routes: Layer.Layer<never, E, R>, options: { readonly host
     const handler = yield* HttpRouter.toHttpEffect(routes.pipe(Layer.provide(NodeHttpServer.layerHttpServices)))
     const context = yield* Layer.build(
       HttpServer.serve(handler).pipe(
-        Layer.provideMerge(NodeHttpServer.layerServer(createServer, { host: options.host, port: options.port }))
+        Layer.provideMerge(NodeHttpServer.layerServer(() => createServer(slowClientLimits), options))
       )
     )
     return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
@@ -52,17 +55,23 @@ const Services = Layer.mergeAll(Pets.layer, ApiKeys.layer, Quota.layerFromConfig
 
 const LogConfig = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig
-  yield* Effect.logInfo("configuration").pipe(Effect.annotateLogs(describeConfig(config)))
+  yield* Effect.logInfo("configuration").pipe(
+    Effect.annotateLogs({ ...describeConfig(config), quotaStore: quotaStoreKind(config) })
+  )
 }))
 
-const LogLevel = Layer.effect(
-  References.MinimumLogLevel,
-  AppConfig.useSync((config) => config.logLevel)
-)
+/** JSON lines for machines by default; `LOG_FORMAT=pretty` for people at a terminal. */
+const Logging = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* AppConfig
+  return Layer.mergeAll(
+    Logger.layer([config.logFormat === "pretty" ? Logger.consolePretty() : Logger.consoleJson]),
+    Layer.succeed(References.MinimumLogLevel, config.logLevel)
+  )
+}))
 
 /** The whole server, given its configuration. */
 export const ServerLive = Listeners.pipe(
   Layer.provide(LogConfig),
   Layer.provideMerge(Services),
-  Layer.provide(LogLevel)
+  Layer.provide(Logging)
 )

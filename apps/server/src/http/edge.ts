@@ -8,6 +8,7 @@ import { AppConfig } from "../config.ts"
 import { Quota, type QuotaDecision, RequestQuota } from "../quota/Quota.ts"
 import { errorResponse, renderCause } from "./errors.ts"
 import { rateLimitHeaders, retryAfterSeconds } from "./rateLimitHeaders.ts"
+import { CurrentRequestFacts } from "./requestLog.ts"
 import { allowedMethods, type ApiRoutes, routeTable } from "./routeTable.ts"
 
 /** Whatever a route leaves unanswered (defects, outages) still gets the Error shape. */
@@ -21,6 +22,9 @@ const deprecationHeaders = {
   sunset: GET_PET_SUNSET.toUTCString(),
   link: "</v1/pets>; rel=\"successor-version\""
 }
+
+/** API answers are personal and typed: never cached by intermediaries, never sniffed as another type. */
+const v1ResponseHeaders = { "cache-control": "no-store", "x-content-type-options": "nosniff" }
 
 const tooManyRequests = (decision: QuotaDecision) =>
   errorResponse(
@@ -61,7 +65,10 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const { route } = yield* HttpRouter.RouteContext
+      const facts = yield* CurrentRequestFacts
+      facts.route = route.path
       const key = yield* Effect.flatMap(bearerCredential, apiKeys.authenticate)
+      if (Option.isSome(key)) Object.assign(facts, { keyId: key.value.id, plan: key.value.plan })
       const subject = Option.match(key, {
         onSome: quota.keySubject,
         onNone: () => quota.addressSubject(clientAddress(request, trustProxy))
@@ -69,6 +76,13 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
       const costsNothing = Option.isSome(key) && free.has(route.path)
       const decision = yield* (costsNothing ? quota.peek(subject) : quota.admit(subject))
       const refused = costsNothing ? Option.isSome(decision.bannedUntil) : !decision.admitted
+      facts.quota = Option.isSome(decision.bannedUntil)
+        ? "banned"
+        : refused
+        ? "limited"
+        : costsNothing
+        ? "not_spent"
+        : "admitted"
       const response = refused ? tooManyRequests(decision) : yield* httpEffect.pipe(
         Effect.provideService(RequestCaller, key),
         Effect.provideService(RequestQuota, Option.some(decision)),
@@ -79,7 +93,10 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
       answerEveryFailure,
       Effect.flatMap((response) =>
         HttpRouter.RouteContext.useSync(({ route }) =>
-          deprecated.has(route.path) ? HttpServerResponse.setHeaders(response, deprecationHeaders) : response
+          HttpServerResponse.setHeaders(
+            response,
+            deprecated.has(route.path) ? { ...v1ResponseHeaders, ...deprecationHeaders } : v1ResponseHeaders
+          )
         )
       )
     )

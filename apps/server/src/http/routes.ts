@@ -10,6 +10,7 @@ import { adminEdge, unmatchedRoutes, v1Edge } from "./edge.ts"
 import { errorResponse, SERVICE_UNAVAILABLE_RETRY_SECONDS } from "./errors.ts"
 import { PetsHandlers } from "./PetsHandlers.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
+import { requestLog } from "./requestLog.ts"
 
 /** Everything under `/v1` that answers to API keys. */
 const V1Routes = Layer.mergeAll(
@@ -48,11 +49,12 @@ const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   )
 }))
 
-export const PublicRoutes = Layer.mergeAll(V1Routes, OpenApiRoute, DocsRoute, HealthRoutes)
+export const PublicRoutes = Layer.mergeAll(V1Routes, OpenApiRoute, DocsRoute, HealthRoutes, requestLog)
 
 export const AdminRoutes = Layer.mergeAll(
   HttpApiBuilder.layer(AdminApi).pipe(
     Layer.provide(AdminHandlers.pipe(Layer.provide(Layer.mergeAll(AdminAuthLive, RequestValidationLive))))
   ),
-  unmatchedRoutes(AdminApi, "/admin")
+  unmatchedRoutes(AdminApi, "/admin"),
+  requestLog
 ).pipe(Layer.provide(adminEdge))

@@ -1,0 +1,52 @@
+import { Clock, Context, Effect } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { randomUUID } from "node:crypto"
+
+/** What the routes learn about a request that belongs on its log line. */
+export interface RequestFacts {
+  route?: string
+  keyId?: string
+  plan?: string
+  quota?: "admitted" | "limited" | "banned" | "not_spent"
+}
+
+/** The current request's facts, filled in by the routes as they learn them (a fresh object per request). */
+export const CurrentRequestFacts = Context.Reference<RequestFacts>("@petstore/server/http/CurrentRequestFacts", {
+  defaultValue: () => ({})
+})
+
+/** A client's request id is kept when it is short and plain; anything else is replaced. */
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/**
+ * Global middleware of a listener: gives every request an id (the client's
+ * `X-Request-Id` when sane, else a new one), echoes it on the response, puts it
+ * on every log line of the request, and writes one structured line per request.
+ */
+export const requestLog = HttpRouter.middleware((httpEffect) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const given = request.headers["x-request-id"]
+    const requestId = given !== undefined && SANE_REQUEST_ID.test(given) ? given : randomUUID()
+    const facts: RequestFacts = {}
+    const startedAt = yield* Clock.currentTimeNanos
+    const logLine = (status: number) =>
+      Effect.gen(function*() {
+        const durationMs = Number((yield* Clock.currentTimeNanos) - startedAt) / 1e6
+        yield* Effect.logInfo("request").pipe(Effect.annotateLogs({
+          method: request.method,
+          route: facts.route ?? new URL(request.url, "http://localhost").pathname,
+          status,
+          durationMs: Math.round(durationMs * 100) / 100,
+          ...(facts.keyId !== undefined ? { keyId: facts.keyId, plan: facts.plan } : {}),
+          ...(facts.quota !== undefined ? { quota: facts.quota } : {})
+        }))
+      })
+    const response = yield* httpEffect.pipe(
+      Effect.provideService(CurrentRequestFacts, facts),
+      Effect.tapCause(() => logLine(404)),
+      Effect.annotateLogs({ requestId })
+    )
+    yield* logLine(response.status).pipe(Effect.annotateLogs({ requestId }))
+    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+  }), { global: true })

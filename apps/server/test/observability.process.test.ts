@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort, type ServerProcess, spawnServer } from "./support/process.ts"
+
+const ADMIN_TOKEN = "test-admin-token-not-a-secret"
+let server: ServerProcess
+let origin: string
+let admin: string
+
+beforeAll(async () => {
+  const [port, adminPort] = [await freePort(), await freePort()]
+  server = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), ADMIN_TOKEN, DATA_DIR: ":memory:", LOG_LEVEL: "Info" })
+  origin = `http://127.0.0.1:${port}`
+  admin = `http://127.0.0.1:${adminPort}`
+  for (let attempt = 0; attempt < 300; attempt++) {
+    if (await fetch(`${origin}/healthz`).then((r) => r.ok, () => false)) return
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(server.output())
+}, 30_000)
+afterAll(() => server?.stop())
+
+const logLines = () =>
+  server.output().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as {
+    message: string
+    level: string
+    annotations: Record<string, unknown>
+  })
+
+/** Log lines are written as the request ends; wait for the one with this id. */
+const lineFor = async (requestId: string) => {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const line = logLines().find((line) => line.message === "request" && line.annotations.requestId === requestId)
+    if (line) return line
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  throw new Error(`no log line for ${requestId}:\n${server.output()}`)
+}
+
+describe("observability", () => {
+  it("writes one JSON line per request with its id, route template, status, duration, key id, plan and quota outcome", async () => {
+    const created = await fetch(`${admin}/admin/keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ plan: "pro" })
+    }).then((r) => r.json() as Promise<{ id: string; key: string }>)
+    const response = await fetch(`${origin}/v1/pets/42`, {
+      headers: { authorization: `Bearer ${created.key}`, "x-request-id": "trace-me-42" }
+    })
+    expect(response.status).toBe(404)
+    expect(response.headers.get("x-request-id")).toBe("trace-me-42")
+    const line = await lineFor("trace-me-42")
+    expect(line.level).toBe("INFO")
+    expect(line.annotations).toMatchObject({
+      method: "GET",
+      route: "/v1/pets/:petId",
+      status: 404,
+      keyId: created.id,
+      plan: "pro",
+      quota: "admitted"
+    })
+    expect(typeof line.annotations.durationMs).toBe("number")
+    expect(logLines().filter((l) => l.annotations.requestId === "trace-me-42")).toHaveLength(1)
+    expect(server.output()).not.toContain(created.key)
+  })
+
+  it("generates a request id when the client sends none, or one that is not sane", async () => {
+    const plain = await fetch(`${origin}/healthz`)
+    expect(plain.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
+    const hostile = await fetch(`${origin}/healthz`, { headers: { "x-request-id": "x".repeat(500) } })
+    expect(hostile.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/)
+    await lineFor(hostile.headers.get("x-request-id")!)
+  })
+
+  it("marks /v1 answers as not to be cached or sniffed", async () => {
+    const response = await fetch(`${origin}/v1/pets`)
+    expect(response.headers.get("cache-control")).toBe("no-store")
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff")
+  })
+
+  it("logs the configuration at start-up with secrets masked, and the store in use", () => {
+    const configuration = logLines().find((line) => line.message === "configuration")
+    expect(configuration?.annotations).toMatchObject({
+      adminToken: "<set>",
+      databaseUrl: "<unset: embedded PGlite>",
+      quotaStore: "memory"
+    })
+    expect(server.output()).not.toContain(ADMIN_TOKEN)
+    expect(logLines().find((line) => line.message === "database ready")?.annotations.store).toBe("pglite")
+  })
+})
