@@ -201,6 +201,31 @@ describe.each(backends)("pets API on $name", ({ name }) => {
     }
   })
 
+  describe("many requests at once (their queries share round trips)", () => {
+    it("answers each concurrent create with its own pet", async () => {
+      const bodies = Array.from({ length: 50 }, (_, i) => ({ name: `Concurrent ${i}`, categoryId: 1000 + i, status: i % 2 ? "sold" : "pending" }))
+      const answers = await Promise.all(bodies.map((body) => createPet(body)))
+      answers.forEach((answer, i) => {
+        expect(answer.status).toBe(201)
+        expect(answer.body).toEqual({ id: expect.any(Number), ...bodies[i] })
+      })
+      expect(new Set(answers.map((answer) => answer.body.id)).size).toBe(50)
+      const fetched = await Promise.all(answers.map((answer) => send(url(`/pets/${answer.body.id}`), { headers: bearer(key) })))
+      fetched.forEach((answer, i) => expect(answer.body).toEqual(answers[i]!.body))
+    })
+
+    it("answers each concurrent list exactly as it would alone", async () => {
+      const queries = ["?limit=1", "?limit=3&status=sold", "?limit=7&status=pending", "?limit=100", "?status=available", ""]
+      const together = await Promise.all(queries.flatMap((query) => [getPets(query), getPets(query)]))
+      for (const [index, query] of queries.entries()) {
+        const alone = await getPets(query)
+        expect(together[2 * index]!.body).toEqual(alone.body)
+        expect(together[2 * index + 1]!.body).toEqual(alone.body)
+        expect(together[2 * index]!.headers.get("link")).toBe(alone.headers.get("link"))
+      }
+    })
+  })
+
   describe("GET /v1/pets/{petId} (deprecated)", () => {
     const expectDeprecationHeaders = (answer: Answer) => {
       expect(answer.headers.get("deprecation")).toMatch(/^@\d+$/)

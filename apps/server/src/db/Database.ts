@@ -21,8 +21,12 @@ export const sql = (strings: TemplateStringsArray, ...values: ReadonlyArray<unkn
  * cast (`${arrayLiteral(ids)}::bigint[]`): the drivers infer array parameter
  * types differently, a literal string means the same to both.
  */
-export const arrayLiteral = (values: ReadonlyArray<string | number | boolean>) =>
-  `{${values.map((value) => typeof value === "string" ? `"${value.replace(/[\\"]/g, "\\$&")}"` : String(value)).join(",")}}`
+export const arrayLiteral = (values: ReadonlyArray<string | number | boolean | null>) =>
+  `{${
+    values.map((value) =>
+      value === null ? "NULL" : typeof value === "string" ? `"${value.replace(/[\\"]/g, "\\$&")}"` : String(value)
+    ).join(",")
+  }}`
 
 export class DatabaseError extends Data.TaggedError("DatabaseError")<{ readonly cause: unknown }> {
   override get message() {

@@ -1,12 +1,18 @@
 import type { NewPet, PetStatus } from "@petstore/contract"
 import { Pet } from "@petstore/contract"
-import { Context, Effect, Layer, Option } from "effect"
-import { Database, type DatabaseError, sql } from "../db/Database.ts"
+import { Context, Effect, Exit, Layer, Option, Request, RequestResolver } from "effect"
+import { arrayLiteral, Database, type DatabaseError, sql } from "../db/Database.ts"
 
 export interface PetPage {
   readonly pets: ReadonlyArray<Pet>
   /** The id to continue after, when more pets follow this page. */
   readonly nextAfter: Option.Option<number>
+}
+
+export interface PageQuery {
+  readonly limit: number
+  readonly status: PetStatus | undefined
+  readonly after: number
 }
 
 interface PetRow {
@@ -18,13 +24,31 @@ interface PetRow {
 
 const toPet = (row: PetRow) => new Pet({ id: row.id, name: row.name, categoryId: row.category_id, status: row.status })
 
-/** The pets table: all of its SQL is here. */
+interface ListPets extends Request.Request<PetPage, DatabaseError> {
+  readonly query: PageQuery
+}
+interface CreatePet extends Request.Request<Pet, DatabaseError> {
+  readonly pet: NewPet
+}
+interface GetPet extends Request.Request<Option.Option<Pet>, DatabaseError> {
+  readonly id: number
+}
+const ListPets = Request.of<ListPets>()
+const CreatePet = Request.of<CreatePet>()
+const GetPet = Request.of<GetPet>()
+
+/** Completes every entry of a batch with the database's failure. */
+const failAll = (entries: ReadonlyArray<Request.Entry<Request.Request<unknown, DatabaseError>>>) => (error: DatabaseError) => {
+  for (const entry of entries) entry.completeUnsafe(Exit.fail(error))
+}
+
+/**
+ * The pets table: all of its SQL is here. Concurrent requests' queries are
+ * collected and sent together, one statement per kind, so the round trip is
+ * shared; each request still gets exactly what its own query would return.
+ */
 export class Pets extends Context.Service<Pets, {
-  readonly list: (options: {
-    readonly limit: number
-    readonly status: PetStatus | undefined
-    readonly after: number
-  }) => Effect.Effect<PetPage, DatabaseError>
+  readonly list: (query: PageQuery) => Effect.Effect<PetPage, DatabaseError>
   readonly create: (pet: NewPet) => Effect.Effect<Pet, DatabaseError>
   readonly get: (id: number) => Effect.Effect<Option.Option<Pet>, DatabaseError>
 }>()("@petstore/server/pets/Pets") {
@@ -33,32 +57,84 @@ export class Pets extends Context.Service<Pets, {
     Effect.gen(function*() {
       const db = yield* Database
 
-      return Pets.of({
-        // One row more than asked tells whether another page follows.
-        list: Effect.fn("Pets.list")(function*({ limit, status, after }) {
-          const rows = yield* db.query<PetRow>(sql`
+      // One page per query, in id order; a row more than asked tells whether another page follows.
+      const listTogether = RequestResolver.make<ListPets>((entries) => {
+        const queries = entries.map((entry) => entry.request.query)
+        return db.query<PetRow & { readonly ordinal: number }>(sql`
+          SELECT q.ordinal::integer AS ordinal, p.id, p.name, p.category_id, p.status
+          FROM unnest(${arrayLiteral(queries.map((q) => q.limit + 1))}::integer[],
+                      ${arrayLiteral(queries.map((q) => q.status ?? null))}::text[],
+                      ${arrayLiteral(queries.map((q) => q.after))}::bigint[])
+            WITH ORDINALITY AS q(take, status, after, ordinal)
+          CROSS JOIN LATERAL (
             SELECT id, name, category_id, status FROM pets
-            WHERE id > ${after} AND (${status ?? null}::text IS NULL OR status = ${status ?? null})
-            ORDER BY id
-            LIMIT ${limit + 1}`)
-          const page = rows.slice(0, limit).map(toPet)
-          const last = page.at(-1)
-          return {
-            pets: page,
-            nextAfter: rows.length > limit && last ? Option.some(last.id) : Option.none()
-          }
-        }),
-        create: Effect.fn("Pets.create")(function*(pet) {
-          const [row] = yield* db.query<PetRow>(sql`
-            INSERT INTO pets (name, category_id, status)
-            VALUES (${pet.name}, ${pet.categoryId}, ${pet.status})
-            RETURNING id, name, category_id, status`)
-          return toPet(row!)
-        }),
-        get: Effect.fn("Pets.get")(function*(id) {
-          const rows = yield* db.query<PetRow>(sql`SELECT id, name, category_id, status FROM pets WHERE id = ${id}`)
-          return Option.map(Option.fromUndefinedOr(rows[0]), toPet)
-        })
+            WHERE id > q.after AND (q.status IS NULL OR pets.status = q.status)
+            ORDER BY id LIMIT q.take
+          ) AS p
+          ORDER BY q.ordinal, p.id`).pipe(
+          Effect.match({
+            onFailure: failAll(entries),
+            onSuccess: (rows) => {
+              const pages = entries.map(() => [] as Array<PetRow>)
+              for (const row of rows) pages[row.ordinal - 1]!.push(row)
+              entries.forEach((entry, index) => {
+                const rowsOfPage = pages[index]!
+                const { limit } = entry.request.query
+                const shown = rowsOfPage.slice(0, limit)
+                entry.completeUnsafe(Exit.succeed({
+                  pets: shown.map(toPet),
+                  nextAfter: rowsOfPage.length > limit ? Option.some(shown.at(-1)!.id) : Option.none()
+                }))
+              })
+            }
+          })
+        )
+      })
+
+      // Identities are drawn in the order the rows are inserted, so the new ids, sorted, follow the batch's order.
+      const createTogether = RequestResolver.make<CreatePet>((entries) => {
+        const pets = entries.map((entry) => entry.request.pet)
+        return db.query<PetRow>(sql`
+          INSERT INTO pets (name, category_id, status)
+          SELECT name, category_id, status
+          FROM unnest(${arrayLiteral(pets.map((p) => p.name))}::text[],
+                      ${arrayLiteral(pets.map((p) => p.categoryId))}::bigint[],
+                      ${arrayLiteral(pets.map((p) => p.status))}::text[])
+            WITH ORDINALITY AS input(name, category_id, status, ordinal)
+          ORDER BY ordinal
+          RETURNING id, name, category_id, status`).pipe(
+          Effect.match({
+            onFailure: failAll(entries),
+            onSuccess: (rows) => {
+              const inOrder = [...rows].sort((a, b) => a.id - b.id)
+              entries.forEach((entry, index) => entry.completeUnsafe(Exit.succeed(toPet(inOrder[index]!))))
+            }
+          })
+        )
+      })
+
+      const getTogether = RequestResolver.make<GetPet>((entries) =>
+        db.query<PetRow>(sql`
+          SELECT id, name, category_id, status FROM pets
+          WHERE id = ANY(${arrayLiteral(entries.map((entry) => entry.request.id))}::bigint[])`).pipe(
+          Effect.match({
+            onFailure: failAll(entries),
+            onSuccess: (rows) => {
+              const byId = new Map(rows.map((row) => [row.id, row]))
+              for (const entry of entries) {
+                entry.completeUnsafe(Exit.succeed(Option.map(Option.fromUndefinedOr(byId.get(entry.request.id)), toPet)))
+              }
+            }
+          })
+        )
+      )
+
+      const batchSize = RequestResolver.batchN(200)
+      const [list, create, get] = [batchSize(listTogether), batchSize(createTogether), batchSize(getTogether)]
+      return Pets.of({
+        list: (query) => Effect.request(ListPets({ query }), list),
+        create: (pet) => Effect.request(CreatePet({ pet }), create),
+        get: (id) => Effect.request(GetPet({ id }), get)
       })
     })
   )
