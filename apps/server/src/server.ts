@@ -6,6 +6,7 @@ import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, describeConfig } from "./config.ts"
 import { Database } from "./db/Database.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
+import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.ts"
 import { AdminRoutes, PublicRoutes } from "./http/routes.ts"
 import { Pets } from "./pets/Pets.ts"
 import { Quota, quotaStoreKind } from "./quota/Quota.ts"
@@ -49,7 +50,7 @@ const Listeners = Layer.effect(
   })
 )
 
-const Services = Layer.mergeAll(Pets.layer, ApiKeys.layer, Quota.layerFromConfig, PublicUrl.layer).pipe(
+const Services = Layer.mergeAll(Pets.layer, ApiKeys.layer, IdempotencyKeys.layer, Quota.layerFromConfig, PublicUrl.layer).pipe(
   Layer.provideMerge(Database.layer)
 )
 

@@ -9,6 +9,8 @@ export const ErrorCode = Schema.Literals([
   "unauthorized",
   "not_found",
   "method_not_allowed",
+  "idempotency_key_in_flight",
+  "idempotency_key_reused",
   "payload_too_large",
   "unsupported_media_type",
   "rate_limited",
@@ -72,4 +74,14 @@ export class RateLimited extends Schema.Error<RateLimited>("RateLimited")(
 export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("ServiceUnavailable")(
   errorFields("service_unavailable", 503),
   { httpApiStatus: 503, description: "A dependency of the service is unavailable; retry after Retry-After" }
+) {}
+
+export class IdempotencyKeyInFlight extends Schema.Error<IdempotencyKeyInFlight>("IdempotencyKeyInFlight")(
+  errorFields("idempotency_key_in_flight", 409),
+  { httpApiStatus: 409, description: "A request with this Idempotency-Key is still being processed; retry shortly" }
+) {}
+
+export class IdempotencyKeyReused extends Schema.Error<IdempotencyKeyReused>("IdempotencyKeyReused")(
+  errorFields("idempotency_key_reused", 422),
+  { httpApiStatus: 422, description: "This Idempotency-Key was used with a different request body" }
 ) {}

@@ -1,6 +1,6 @@
-import { Effect, Schema } from "effect"
+import { Effect, Schema, SchemaTransformation } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { NotFound, ServiceUnavailable } from "./ApiError.ts"
+import { IdempotencyKeyInFlight, IdempotencyKeyReused, NotFound, ServiceUnavailable } from "./ApiError.ts"
 import { ApiKeyAuth, RequestValidation } from "./Middleware.ts"
 import { DecimalId, NewPet, Pet, Pets, PetStatus } from "./Pet.ts"
 import { CostsNoQuota, RateLimitStatus } from "./RateLimit.ts"
@@ -36,15 +36,36 @@ const listPets = HttpApiEndpoint.get("listPets", "/pets", {
   description: "Pets in ascending id order, a page at a time (keyset pagination through the `Link` header)."
 }))
 
+/**
+ * `Idempotency-Key` (IETF httpapi draft): a unique value, quoted or bare, that
+ * makes a retried create return the original answer instead of a second pet.
+ */
+export const IdempotencyKey = Schema.String.pipe(
+  Schema.decodeTo(
+    Schema.String.check(
+      Schema.isMinLength(1, { expected: "an Idempotency-Key of 1 to 255 characters" }),
+      Schema.isMaxLength(255, { expected: "an Idempotency-Key of 1 to 255 characters" })
+    ),
+    SchemaTransformation.transform({
+      decode: (value) => value.trim().replace(/^"(.*)"$/, "$1"),
+      encode: (value) => `"${value}"`
+    })
+  )
+).annotate({ description: "A unique value per create, e.g. a UUID; quoted (\"…\") or bare" })
+
 const createPet = HttpApiEndpoint.post("createPet", "/pets", {
+  headers: { "idempotency-key": Schema.optionalKey(IdempotencyKey) },
   payload: NewPet,
   success: HttpApiSchema.WithHeaders(Pet.pipe(HttpApiSchema.status(201)), {
-    location: Schema.String.annotate({ description: "Path of the created pet" })
+    location: Schema.String.annotate({ description: "Path of the created pet" }),
+    "idempotent-replayed": Schema.optionalKey(Schema.Literal("true").annotate({
+      description: "Present when this is the stored answer to an earlier request with the same Idempotency-Key"
+    }))
   }),
-  error: ServiceUnavailable
+  error: [ServiceUnavailable, IdempotencyKeyInFlight, IdempotencyKeyReused]
 }).annotateMerge(OpenApi.annotations({
   summary: "Add a pet",
-  description: "Unknown fields are refused. `status` defaults to `available`."
+  description: "Unknown fields are refused. `status` defaults to `available`. With `Idempotency-Key`, a retry returns the original answer."
 }))
 
 const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {

@@ -1,10 +1,35 @@
-import { NotFound, PetstoreApi, ServiceUnavailable } from "@petstore/contract"
+import {
+  IdempotencyKeyInFlight,
+  IdempotencyKeyReused,
+  type NewPet,
+  NotFound,
+  type Pet,
+  PetstoreApi,
+  ServiceUnavailable
+} from "@petstore/contract"
 import { Effect, Option } from "effect"
+import { createHash } from "node:crypto"
+import { RequestCaller } from "../auth/ApiKeyAuth.ts"
+import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import type { DatabaseError } from "../db/Database.ts"
 import { Pets } from "../pets/Pets.ts"
 import { decodeCursor, encodeCursor } from "./pagination.ts"
 import { PublicUrl } from "./PublicUrl.ts"
+
+/** Two creates are the same request when their decoded bodies are equal (key order and spacing do not matter). */
+const requestHash = (pet: NewPet) =>
+  createHash("sha256").update(JSON.stringify([pet.name, pet.categoryId, pet.status])).digest("hex")
+
+const created = (pet: Pet, replayed: boolean) =>
+  HttpApiSchema.withHeaders({
+    body: pet,
+    headers: { location: `/v1/pets/${pet.id}`, ...(replayed ? { "idempotent-replayed": "true" as const } : {}) }
+  })
+
+const inFlight = new IdempotencyKeyInFlight({
+  message: "A request with this Idempotency-Key is still being processed; retry shortly"
+})
 
 const unavailable = (_: DatabaseError) =>
   Effect.fail(new ServiceUnavailable({ message: "The database is unavailable; retry shortly" }))
@@ -15,6 +40,29 @@ export const PetsHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const pets = yield* Pets
     const publicUrl = yield* PublicUrl
+    const idempotencyKeys = yield* IdempotencyKeys
+
+    /** A create that a retry with the same Idempotency-Key answers again instead of repeating. */
+    const createOnce = Effect.fn("createOnce")(function*(pet: NewPet, key: string) {
+      const apiKeyId = Option.getOrThrow(yield* RequestCaller).id
+      const claim = yield* idempotencyKeys.claim({ apiKeyId, key }, requestHash(pet))
+      switch (claim._tag) {
+        case "Claimed": {
+          const pet_ = yield* pets.createClaimed(pet, { apiKeyId, key, token: claim.token })
+          return Option.isSome(pet_) ? created(pet_.value, false) : yield* inFlight
+        }
+        case "Replay": {
+          const original = yield* pets.get(claim.petId)
+          return Option.isSome(original) ? created(original.value, true) : yield* inFlight
+        }
+        case "Mismatch":
+          return yield* new IdempotencyKeyReused({
+            message: "This Idempotency-Key was already used with a different body; use a new key for a new pet"
+          })
+        case "InFlight":
+          return yield* inFlight
+      }
+    })
 
     return handlers
       .handle("listPets", ({ query, request }) =>
@@ -34,11 +82,10 @@ export const PetsHandlers = HttpApiBuilder.group(
             headers: Option.match(link, { onNone: () => ({}), onSome: (link) => ({ link }) })
           })
         }))
-      .handle("createPet", ({ payload }) =>
-        pets.create(payload).pipe(
-          Effect.catchTag("DatabaseError", unavailable),
-          Effect.map((pet) => HttpApiSchema.withHeaders({ body: pet, headers: { location: `/v1/pets/${pet.id}` } }))
-        ))
+      .handle("createPet", ({ payload, headers }) =>
+        (headers["idempotency-key"] === undefined
+          ? Effect.map(pets.create(payload), (pet) => created(pet, false))
+          : createOnce(payload, headers["idempotency-key"])).pipe(Effect.catchTag("DatabaseError", unavailable)))
       .handle("getPet", ({ params }) =>
         pets.get(params.petId).pipe(
           Effect.catchTag("DatabaseError", unavailable),

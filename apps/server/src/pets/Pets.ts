@@ -50,6 +50,15 @@ const failAll = (entries: ReadonlyArray<Request.Entry<Request.Request<unknown, D
 export class Pets extends Context.Service<Pets, {
   readonly list: (query: PageQuery) => Effect.Effect<PetPage, DatabaseError>
   readonly create: (pet: NewPet) => Effect.Effect<Pet, DatabaseError>
+  /**
+   * Creates the pet and completes the Idempotency-Key claim in one statement,
+   * so a pet never exists without its key knowing it. None when the claim was
+   * lost (taken over as abandoned).
+   */
+  readonly createClaimed: (
+    pet: NewPet,
+    claim: { readonly apiKeyId: string; readonly key: string; readonly token: string }
+  ) => Effect.Effect<Option.Option<Pet>, DatabaseError>
   readonly get: (id: number) => Effect.Effect<Option.Option<Pet>, DatabaseError>
 }>()("@petstore/server/pets/Pets") {
   static readonly layer = Layer.effect(
@@ -131,9 +140,31 @@ export class Pets extends Context.Service<Pets, {
 
       const batchSize = RequestResolver.batchN(200)
       const [list, create, get] = [batchSize(listTogether), batchSize(createTogether), batchSize(getTogether)]
+      const createClaimed = Effect.fn("Pets.createClaimed")(function*(
+        pet: NewPet,
+        claim: { readonly apiKeyId: string; readonly key: string; readonly token: string }
+      ) {
+        const rows = yield* db.query<PetRow>(sql`
+          WITH owned AS (
+            SELECT 1 FROM idempotency_keys
+            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND claim_token = ${claim.token}::uuid AND pet_id IS NULL
+            FOR UPDATE
+          ), pet AS (
+            INSERT INTO pets (name, category_id, status)
+            SELECT ${pet.name}, ${pet.categoryId}, ${pet.status} FROM owned
+            RETURNING id, name, category_id, status
+          ), completed AS (
+            UPDATE idempotency_keys SET pet_id = (SELECT id FROM pet)
+            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND EXISTS (SELECT 1 FROM pet)
+          )
+          SELECT * FROM pet`)
+        return Option.map(Option.fromUndefinedOr(rows[0]), toPet)
+      })
+
       return Pets.of({
         list: (query) => Effect.request(ListPets({ query }), list),
         create: (pet) => Effect.request(CreatePet({ pet }), create),
+        createClaimed,
         get: (id) => Effect.request(GetPet({ id }), get)
       })
     })

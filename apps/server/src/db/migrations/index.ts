@@ -2,6 +2,7 @@ import createPets from "./0001_create_pets.ts"
 import createApiKeys from "./0002_create_api_keys.ts"
 import createQuotaUsage from "./0003_create_quota_usage.ts"
 import quotaAdmitMany from "./0004_quota_admit_many.ts"
+import createIdempotencyKeys from "./0005_create_idempotency_keys.ts"
 
 export interface Migration {
   /** Versions only grow; a released migration is never edited, a new one is added. */
@@ -10,4 +11,4 @@ export interface Migration {
   readonly statements: ReadonlyArray<string>
 }
 
-export const migrations: ReadonlyArray<Migration> = [createPets, createApiKeys, createQuotaUsage, quotaAdmitMany]
+export const migrations: ReadonlyArray<Migration> = [createPets, createApiKeys, createQuotaUsage, quotaAdmitMany, createIdempotencyKeys]
