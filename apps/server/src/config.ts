@@ -30,6 +30,7 @@ export const AppConfigShape = Config.all({
   banThreshold: Config.option(Config.schema(PositiveInt, "BAN_THRESHOLD")),
   banSeconds: Config.schema(PositiveInt, "BAN_SECONDS").pipe(Config.withDefault(900)),
   trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false)),
+  metricsPublic: Config.Boolean("METRICS_PUBLIC").pipe(Config.withDefault(false)),
   workers: Config.schema(PositiveInt, "WORKERS").pipe(Config.withDefault(1))
 })
 

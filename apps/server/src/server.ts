@@ -40,7 +40,7 @@ const Listeners = Layer.effect(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const publicAddress = yield* listen(PublicRoutes, { host: config.host, port: config.port })
-    const adminAddress = Option.isSome(config.adminToken)
+    const adminAddress = Option.isSome(config.adminToken) || config.metricsPublic
       ? Option.some(yield* listen(AdminRoutes, { host: config.adminHost, port: config.adminPort }))
       : Option.none()
     yield* Effect.logInfo("listening").pipe(

@@ -77,6 +77,45 @@ describe("observability", () => {
     expect(response.headers.get("x-content-type-options")).toBe("nosniff")
   })
 
+  it("serves Prometheus metrics on the admin listener, to the admin token only", async () => {
+    expect((await fetch(`${admin}/metrics`)).status).toBe(401)
+    const { key } = await fetch(`${admin}/admin/keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ plan: "enterprise", limits: { perMinute: 1, perDay: 100 } })
+    }).then((r) => r.json() as Promise<{ key: string }>)
+    await fetch(`${origin}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+    expect((await fetch(`${origin}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(429)
+    await lineFor((await fetch(`${origin}/healthz`)).headers.get("x-request-id")!)
+
+    const metrics = await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+    expect(metrics.status).toBe(200)
+    expect(metrics.headers.get("content-type")).toMatch(/^text\/plain/)
+    const text = await metrics.text()
+    expect(text).toMatch(/http_requests_total\{[^}]*route="\/v1\/pets"[^}]*status="429"[^}]*\} 1/)
+    expect(text).toMatch(/http_request_duration_seconds_bucket\{[^}]*route="\/v1\/pets"/)
+    expect(text).toMatch(/quota_refusals_total\{[^}]*plan="enterprise"[^}]*reason="rate_limited"[^}]*\} 1/)
+    expect(text).toMatch(/quota_store_duration_seconds_count\{[^}]*store="memory"/)
+    expect(text).toMatch(/database_queries_in_flight/)
+    expect(text).not.toContain(key)
+  })
+
+  it("serves metrics without a token when METRICS_PUBLIC is set, and still guards the admin API", async () => {
+    const [port, adminPort] = [await freePort(), await freePort()]
+    const open = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), DATA_DIR: ":memory:", METRICS_PUBLIC: "true" })
+    try {
+      let metrics: Response | undefined
+      for (let attempt = 0; attempt < 300 && metrics === undefined; attempt++) {
+        metrics = await fetch(`http://127.0.0.1:${adminPort}/metrics`).catch(() => undefined)
+        if (metrics === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      expect(metrics?.status).toBe(200)
+      expect((await fetch(`http://127.0.0.1:${adminPort}/admin/keys`)).status).toBe(401)
+    } finally {
+      await open.stop()
+    }
+  })
+
   it("logs the configuration at start-up with secrets masked, and the store in use", () => {
     const configuration = logLines().find((line) => line.message === "configuration")
     expect(configuration?.annotations).toMatchObject({

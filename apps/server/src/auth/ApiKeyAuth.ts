@@ -26,10 +26,12 @@ export const ApiKeyAuthLive = Layer.succeed(ApiKeyAuth, {
     })
 })
 
-const sameSecret = (given: string, expected: string) => {
-  const a = Buffer.from(given)
-  const b = Buffer.from(expected)
-  return a.length === b.length && timingSafeEqual(a, b)
+/** Whether a bearer credential is the operator's admin token (compared in constant time). */
+export const isAdminToken = (adminToken: Option.Option<Redacted.Redacted<string>>, credential: Redacted.Redacted<string>) => {
+  if (Option.isNone(adminToken)) return false
+  const given = Buffer.from(Redacted.value(credential))
+  const expected = Buffer.from(Redacted.value(adminToken.value))
+  return given.length === expected.length && timingSafeEqual(given, expected)
 }
 
 export const AdminAuthLive = Layer.effect(
@@ -38,7 +40,7 @@ export const AdminAuthLive = Layer.effect(
     const { adminToken } = yield* AppConfig
     return AdminAuth.of({
       adminToken: Effect.fnUntraced(function*(httpEffect, { credential }) {
-        if (Option.isNone(adminToken) || !sameSecret(Redacted.value(credential), Redacted.value(adminToken.value))) {
+        if (!isAdminToken(adminToken, credential)) {
           return yield* Effect.fail(
             new Unauthorized({ message: "A valid admin token is required: send `Authorization: Bearer $ADMIN_TOKEN`" })
           )

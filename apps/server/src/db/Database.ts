@@ -2,6 +2,7 @@ import { PGlite } from "@electric-sql/pglite"
 import { Context, Data, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import postgres from "postgres"
 import { AppConfig } from "../config.ts"
+import { measureQuery } from "../observability/metrics.ts"
 import { migrations } from "./migrations/index.ts"
 
 /** A SQL statement with `$n` placeholders, as `sql\`…\`` builds it. */
@@ -142,10 +143,10 @@ export class Database extends Context.Service<Database, {
       return Database.of({
         kind: driver.kind,
         query: <Row>(statement: Statement) =>
-          Effect.tryPromise({
+          measureQuery(Effect.tryPromise({
             try: () => driver.query(statement.text, statement.values) as Promise<ReadonlyArray<Row>>,
             catch: (cause) => new DatabaseError({ cause })
-          }),
+          })),
         listen: (channel, onNotify) =>
           Effect.asVoid(Effect.acquireRelease(
             Effect.tryPromise({ try: () => driver.listen(channel, onNotify), catch: (cause) => new DatabaseError({ cause }) }),

@@ -9,6 +9,7 @@ import { Quota, type QuotaDecision, RequestQuota } from "../quota/Quota.ts"
 import { errorResponse, renderCause } from "./errors.ts"
 import { rateLimitHeaders, retryAfterSeconds } from "./rateLimitHeaders.ts"
 import { CurrentRequestFacts } from "./requestLog.ts"
+import { recordQuotaRefusal } from "../observability/metrics.ts"
 import { allowedMethods, type ApiRoutes, routeTable } from "./routeTable.ts"
 
 /** Whatever a route leaves unanswered (defects, outages) still gets the Error shape. */
@@ -83,6 +84,12 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
         : costsNothing
         ? "not_spent"
         : "admitted"
+      if (refused) {
+        yield* recordQuotaRefusal(
+          Option.match(key, { onNone: () => "anonymous", onSome: (key) => key.plan }),
+          Option.isSome(decision.bannedUntil) ? "api_key_banned" : "rate_limited"
+        )
+      }
       const response = refused ? tooManyRequests(decision) : yield* httpEffect.pipe(
         Effect.provideService(RequestCaller, key),
         Effect.provideService(RequestQuota, Option.some(decision)),

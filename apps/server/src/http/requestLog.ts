@@ -1,6 +1,7 @@
 import { Clock, Context, Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
+import { recordRequest } from "../observability/metrics.ts"
 
 /** What the routes learn about a request that belongs on its log line. */
 export interface RequestFacts {
@@ -33,6 +34,9 @@ export const requestLog = HttpRouter.middleware((httpEffect) =>
     const logLine = (status: number) =>
       Effect.gen(function*() {
         const durationMs = Number((yield* Clock.currentTimeNanos) - startedAt) / 1e6
+        // Unmatched paths are not templates: one series for all of them keeps the metrics bounded.
+        const route = facts.route ?? "unmatched"
+        yield* recordRequest(route, status, durationMs / 1000)
         yield* Effect.logInfo("request").pipe(Effect.annotateLogs({
           method: request.method,
           route: facts.route ?? new URL(request.url, "http://localhost").pathname,

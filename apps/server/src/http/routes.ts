@@ -1,8 +1,10 @@
 import { AdminApi, PetstoreApi } from "@petstore/contract"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
-import { AdminAuthLive, ApiKeyAuthLive } from "../auth/ApiKeyAuth.ts"
+import { HttpApiBuilder, HttpApiScalar, HttpApiSecurity, OpenApi } from "effect/http-api"
+import { PrometheusMetrics } from "effect/observability"
+import { AppConfig } from "../config.ts"
+import { AdminAuthLive, ApiKeyAuthLive, isAdminToken } from "../auth/ApiKeyAuth.ts"
 import { Database, sql } from "../db/Database.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
 import { AdminHandlers } from "./AdminHandlers.ts"
@@ -51,7 +53,24 @@ const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
 
 export const PublicRoutes = Layer.mergeAll(V1Routes, OpenApiRoute, DocsRoute, HealthRoutes, requestLog)
 
+/** Prometheus metrics, for the admin token, or for anyone who reaches the admin listener with METRICS_PUBLIC. */
+const MetricsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {
+  const { adminToken, metricsPublic } = yield* AppConfig
+  const bearerCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
+  yield* router.add(
+    "GET",
+    "/metrics",
+    Effect.gen(function*() {
+      if (!metricsPublic && !isAdminToken(adminToken, yield* bearerCredential)) {
+        return errorResponse({ code: "unauthorized", status: 401, message: "A valid admin token is required" })
+      }
+      return HttpServerResponse.text(yield* PrometheusMetrics.format(), { contentType: "text/plain; version=0.0.4" })
+    })
+  )
+}))
+
 export const AdminRoutes = Layer.mergeAll(
+  MetricsRoute,
   HttpApiBuilder.layer(AdminApi).pipe(
     Layer.provide(AdminHandlers.pipe(Layer.provide(Layer.mergeAll(AdminAuthLive, RequestValidationLive))))
   ),

@@ -3,6 +3,7 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { ApiKey } from "../auth/ApiKeys.ts"
 import { AppConfig, type AppConfigValues } from "../config.ts"
 import type { DatabaseError } from "../db/Database.ts"
+import { recordQuotaStoreDuration } from "../observability/metrics.ts"
 import { DAY_MILLIS, MINUTE_MILLIS, QuotaStore } from "./QuotaStore.ts"
 
 /** Who spends quota: an API key, or the address of a client that has no valid key. */
@@ -85,6 +86,7 @@ export class Quota extends Context.Service<Quota, {
       const decide = (consume: boolean) =>
         Effect.fn("Quota.decide")(function*(subject: QuotaSubject) {
           const now = yield* Clock.currentTimeMillis
+          const started = performance.now()
           const admission = yield* store.admit({
             subject: subject.id,
             now,
@@ -94,6 +96,7 @@ export class Quota extends Context.Service<Quota, {
             banMillis,
             consume
           })
+          yield* recordQuotaStoreDuration(store.kind, (performance.now() - started) / 1000)
           return {
             admitted: admission.admitted,
             now,

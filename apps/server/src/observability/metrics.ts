@@ -1,0 +1,68 @@
+import { Effect, Metric } from "effect"
+
+const latencyBoundaries = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
+
+const requests = Metric.counter("http_requests_total", { description: "Requests answered, by route template and status" })
+const requestDuration = Metric.histogram("http_request_duration_seconds", {
+  description: "Time to answer a request, by route template",
+  boundaries: latencyBoundaries
+})
+const quotaRefusals = Metric.counter("quota_refusals_total", {
+  description: "Requests refused with 429, by plan and reason (rate_limited or api_key_banned)"
+})
+const quotaStoreDuration = Metric.histogram("quota_store_duration_seconds", {
+  description: "Time the quota store takes to decide, by store",
+  boundaries: latencyBoundaries
+})
+const databaseQueriesInFlight = Metric.gauge("database_queries_in_flight", {
+  description: "Queries sent to the database and not yet answered (the pool holds 10 connections)"
+})
+const databaseQueryDuration = Metric.histogram("database_query_duration_seconds", {
+  description: "Round trip of one database statement",
+  boundaries: latencyBoundaries
+})
+
+/** Attributed metrics are made once per attribute set: requests reuse them. */
+const memo = <M>(make: (key: string) => M) => {
+  const made = new Map<string, M>()
+  return (key: string) => {
+    let metric = made.get(key)
+    if (metric === undefined) made.set(key, metric = make(key))
+    return metric
+  }
+}
+
+const requestsBy = memo((key) => {
+  const [route, status] = key.split(" ")
+  return Metric.withAttributes(requests, { route: route!, status: status! })
+})
+const durationBy = memo((route) => Metric.withAttributes(requestDuration, { route }))
+const refusalsBy = memo((key) => {
+  const [plan, reason] = key.split(" ")
+  return Metric.withAttributes(quotaRefusals, { plan: plan!, reason: reason! })
+})
+const storeDurationBy = memo((store) => Metric.withAttributes(quotaStoreDuration, { store }))
+
+export const recordRequest = (route: string, status: number, seconds: number) =>
+  Effect.andThen(Metric.update(requestsBy(`${route} ${status}`), 1), Metric.update(durationBy(route), seconds))
+
+export const recordQuotaRefusal = (plan: string, reason: "rate_limited" | "api_key_banned") =>
+  Metric.update(refusalsBy(`${plan} ${reason}`), 1)
+
+export const recordQuotaStoreDuration = (store: string, seconds: number) =>
+  Metric.update(storeDurationBy(store), seconds)
+
+/** Wraps one database statement: counts it in flight and times its round trip. */
+export const measureQuery = <A, E, R>(query: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    yield* Metric.modify(databaseQueriesInFlight, 1)
+    const started = performance.now()
+    return yield* query.pipe(
+      Effect.ensuring(
+        Effect.andThen(
+          Metric.modify(databaseQueriesInFlight, -1),
+          Metric.update(databaseQueryDuration, (performance.now() - started) / 1000)
+        )
+      )
+    )
+  })
