@@ -31,6 +31,7 @@ export const AppConfigShape = Config.all({
   banSeconds: Config.schema(PositiveInt, "BAN_SECONDS").pipe(Config.withDefault(900)),
   trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false)),
   metricsPublic: Config.Boolean("METRICS_PUBLIC").pipe(Config.withDefault(false)),
+  otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
   workers: Config.schema(PositiveInt, "WORKERS").pipe(Config.withDefault(1))
 })
 

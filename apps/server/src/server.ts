@@ -1,6 +1,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Logger, Option, References } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
+import { FetchHttpClient, HttpRouter, HttpServer } from "effect/http"
+import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { createServer } from "node:http"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, describeConfig } from "./config.ts"
@@ -70,9 +71,21 @@ const Logging = Layer.unwrap(Effect.gen(function*() {
   )
 }))
 
+/** Traces go to the OTLP/HTTP collector at OTEL_EXPORTER_OTLP_ENDPOINT when it is set; otherwise nowhere. */
+const Tracing = Layer.unwrap(Effect.gen(function*() {
+  const { otlpEndpoint } = yield* AppConfig
+  if (Option.isNone(otlpEndpoint)) return Layer.empty
+  const url = new URL("v1/traces", otlpEndpoint.value.href.endsWith("/") ? otlpEndpoint.value : `${otlpEndpoint.value.href}/`)
+  return OtlpTracer.layer({ url: url.href, resource: { serviceName: "petstore" }, exportInterval: "1 second" }).pipe(
+    Layer.provide(OtlpSerialization.layerJson),
+    Layer.provide(FetchHttpClient.layer)
+  )
+}))
+
 /** The whole server, given its configuration. */
 export const ServerLive = Listeners.pipe(
   Layer.provide(LogConfig),
   Layer.provideMerge(Services),
-  Layer.provide(Logging)
+  Layer.provide(Logging),
+  Layer.provide(Tracing)
 )
