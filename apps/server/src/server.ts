@@ -6,6 +6,7 @@ import { createServer } from "node:http"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, describeConfig } from "./config.ts"
 import { Database } from "./db/Database.ts"
+import { renderUnrouted } from "./http/errors.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.ts"
 import { AdminRoutes, PublicRoutes } from "./http/routes.ts"
@@ -18,6 +19,9 @@ export class ListenAddresses extends Context.Service<ListenAddresses, {
   readonly admin: Option.Option<string>
 }>()("@petstore/server/ListenAddresses") {}
 
+/** Path parameters up to 1,000 characters reach their route (and its validation) instead of the catch-all. */
+const routerConfig = { maxParamLength: 1_000 }
+
 /** A client gets 10 s to send its headers and 30 s for the whole request: a slowloris cannot hold connections. */
 const slowClientLimits = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 }
 
@@ -27,7 +31,10 @@ const slowClientLimits = { headersTimeout: 10_000, requestTimeout: 30_000, keepA
  */
 const listen = <E, R>(routes: Layer.Layer<never, E, R>, options: { readonly host: string; readonly port: number }) =>
   Effect.gen(function*() {
-    const handler = yield* HttpRouter.toHttpEffect(routes.pipe(Layer.provide(NodeHttpServer.layerHttpServices)))
+    const router = yield* HttpRouter.toHttpEffect(routes.pipe(Layer.provide(NodeHttpServer.layerHttpServices))).pipe(
+      Effect.provideService(HttpRouter.RouterConfig, routerConfig)
+    )
+    const handler = Effect.catchCause(router, renderUnrouted)
     const context = yield* Layer.build(
       HttpServer.serve(handler).pipe(
         Layer.provideMerge(NodeHttpServer.layerServer(() => createServer(slowClientLimits), options))

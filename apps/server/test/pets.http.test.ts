@@ -320,6 +320,14 @@ describe.each(backends)("pets API on $name", ({ name }) => {
       expect(answer.headers.get("allow")).toBe(allow)
     })
 
+    it("answers HEAD wherever GET is accepted, without a body", async () => {
+      const list = await send(url("/pets"), { method: "HEAD", headers: bearer(key) })
+      expect(list.status).toBe(200)
+      expect(list.text).toBe("")
+      expect(list.headers.get("x-ratelimit-limit")).not.toBeNull()
+      expect((await send(url("/nowhere"), { method: "HEAD", headers: bearer(key) })).status).toBe(404)
+    })
+
     it("serves health checks without a key", async () => {
       const origin = server.baseUrl.replace(/\/v1$/, "")
       expect((await send(`${origin}/healthz`)).status).toBe(200)

@@ -23,7 +23,9 @@ export type PetStatus = typeof PetStatus.Type
 
 export const PetName = Schema.Trim.check(
   Schema.isMinLength(1, { expected: "a name of at least 1 character after trimming" }),
-  Schema.isMaxLength(100, { expected: "a name of at most 100 characters after trimming" })
+  Schema.isMaxLength(100, { expected: "a name of at most 100 characters after trimming" }),
+  // PostgreSQL text cannot hold NUL; a name with one is the client's mistake, not an outage.
+  Schema.isPattern(/^[^\u0000]*$/, { expected: "a name without NUL characters" })
 ).annotate({ description: "The animal's name, 1–100 characters after trimming" })
 
 export const CategoryId = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({

@@ -33,7 +33,28 @@ export class DatabaseError extends Data.TaggedError("DatabaseError")<{ readonly 
   override get message() {
     return this.cause instanceof Error ? this.cause.message : String(this.cause)
   }
+
+  /**
+   * Whether the database could not be reached or did not answer (an outage,
+   * worth a 503 and a retry), rather than refusing the statement (a bug).
+   */
+  get unavailable(): boolean {
+    const code = (this.cause as { code?: unknown } | undefined)?.code
+    if (code === undefined || typeof code !== "string") return this.cause instanceof QueryTimeout
+    // SQLSTATE classes 08 (connection), 53 (insufficient resources), 57 (operator intervention); driver socket errors.
+    return /^(08|53|57)/.test(code) || /^(E[A-Z]+|CONNECT(ION)?_[A-Z_]+)$/.test(code)
+  }
 }
+
+/** A statement that took longer than QUERY_TIMEOUT: the database (or the way to it) does not answer. */
+export class QueryTimeout extends Error {
+  constructor() {
+    super(`The database did not answer within ${QUERY_TIMEOUT_MILLIS} ms`)
+  }
+}
+
+/** No request waits on the database longer than this; it gets a 503 instead. */
+export const QUERY_TIMEOUT_MILLIS = 5_000
 
 type Rows = ReadonlyArray<Record<string, unknown>>
 type RunQuery = (text: string, values: ReadonlyArray<unknown>) => Promise<Rows>
@@ -56,6 +77,7 @@ const parseInt8 = (value: string) => Number(value)
 const postgresDriver = (url: string): Driver => {
   const client = postgres(url, {
     max: 10,
+    connect_timeout: 5,
     onnotice: () => {},
     connection: { application_name: "petstore" },
     types: {
@@ -146,7 +168,12 @@ export class Database extends Context.Service<Database, {
           measureQuery(Effect.tryPromise({
             try: () => driver.query(statement.text, statement.values) as Promise<ReadonlyArray<Row>>,
             catch: (cause) => new DatabaseError({ cause })
-          })),
+          })).pipe(
+            Effect.timeoutOrElse({
+              duration: QUERY_TIMEOUT_MILLIS,
+              orElse: () => Effect.fail(new DatabaseError({ cause: new QueryTimeout() }))
+            })
+          ),
         listen: (channel, onNotify) =>
           Effect.asVoid(Effect.acquireRelease(
             Effect.tryPromise({ try: () => driver.listen(channel, onNotify), catch: (cause) => new DatabaseError({ cause }) }),

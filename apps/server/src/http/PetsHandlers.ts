@@ -31,8 +31,11 @@ const inFlight = new IdempotencyKeyInFlight({
   message: "A request with this Idempotency-Key is still being processed; retry shortly"
 })
 
-const unavailable = (_: DatabaseError) =>
-  Effect.fail(new ServiceUnavailable({ message: "The database is unavailable; retry shortly" }))
+/** An outage is the documented 503; any other database failure is a bug, answered 500 by the edge. */
+const unavailable = (error: DatabaseError) =>
+  error.unavailable
+    ? Effect.fail(new ServiceUnavailable({ message: "The database is unavailable; retry shortly" }))
+    : Effect.die(error)
 
 export const PetsHandlers = HttpApiBuilder.group(
   PetstoreApi,

@@ -112,19 +112,27 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
 /** Route middleware of the admin API: errors nobody declared still get the Error shape. */
 export const adminEdge = HttpRouter.middleware<{ handles: unknown }>()(answerEveryFailure).layer
 
-/** Answers the paths under `prefix` that no endpoint matched: 405 with `Allow` when another method would, else 404. */
+/** Every method the router dispatches, but HEAD: it falls through to GET, as on the API's own routes. */
+const unmatchedMethods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "QUERY"] as const
+
+/**
+ * Answers the paths under `prefix` that no endpoint matched: 405 with `Allow`
+ * when another method would match, else 404. The path is taken as sent, so it
+ * is judged exactly as the router judged it.
+ */
 export const unmatchedRoutes = (api: ApiRoutes, prefix: `/${string}`) => {
   const table = routeTable(api)
-  return HttpRouter.add("*", `${prefix}/*`, (request: HttpServerRequest.HttpServerRequest) => {
-    const path = new URL(request.url, "http://localhost").pathname
+  const answer = (request: HttpServerRequest.HttpServerRequest) => {
+    const path = request.url.split("?")[0]!
     const allow = allowedMethods(table, path)
     return Effect.succeed(
-      allow.length > 0
+      allow.length > 0 && !allow.includes(request.method)
         ? errorResponse(
           { code: "method_not_allowed", status: 405, message: `${request.method} is not allowed on ${path}; use ${allow.join(", ")}` },
           { allow: allow.join(", ") }
         )
         : errorResponse({ code: "not_found", status: 404, message: `No operation at ${request.method} ${path}` })
     )
-  })
+  }
+  return HttpRouter.addAll(unmatchedMethods.map((method) => HttpRouter.route(method, `${prefix}/*`, answer)))
 }

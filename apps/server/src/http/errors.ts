@@ -32,7 +32,7 @@ export const renderCause = (cause: Cause.Cause<unknown>) =>
     if (causeIsBodyTooLarge(cause)) {
       return errorResponse({ code: "payload_too_large", status: 413, message: "The request body is over the limit" })
     }
-    if (causeHas(cause, (u) => u instanceof DatabaseError)) {
+    if (causeHas(cause, (u) => u instanceof DatabaseError && u.unavailable)) {
       yield* Effect.logWarning("database unavailable", cause)
       return errorResponse(
         { code: "service_unavailable", status: 503, message: "The service is temporarily unavailable" },
@@ -42,6 +42,17 @@ export const renderCause = (cause: Cause.Cause<unknown>) =>
     yield* Effect.logError("unhandled failure", cause)
     return errorResponse({ code: "internal_error", status: 500, message: "The service failed to handle the request" })
   })
+
+const isRouteNotFound = (u: unknown) => HttpServerError.isHttpServerError(u) && u.reason._tag === "RouteNotFound"
+
+/**
+ * For what fails before any route runs: a path the router cannot match or
+ * even decode (a malformed percent-escape) still gets the Error shape.
+ */
+export const renderUnrouted = (cause: Cause.Cause<unknown>) =>
+  causeHas(cause, isRouteNotFound)
+    ? Effect.succeed(errorResponse({ code: "not_found", status: 404, message: "No operation at this path" }))
+    : renderCause(cause)
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect } from "effect"
+import { Cause, Clock, Context, Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { recordRequest } from "../observability/metrics.ts"
@@ -48,7 +48,8 @@ export const requestLog = HttpRouter.middleware((httpEffect) =>
       })
     const response = yield* httpEffect.pipe(
       Effect.provideService(CurrentRequestFacts, facts),
-      Effect.tapCause(() => logLine(404)),
+      // 499: the client went away before the answer (nginx's convention); else the router found no route.
+      Effect.tapCause((cause) => logLine(Cause.hasInterruptsOnly(cause) ? 499 : 404)),
       Effect.annotateLogs({ requestId })
     )
     yield* logLine(response.status).pipe(Effect.annotateLogs({ requestId }))

@@ -1,0 +1,89 @@
+import { once } from "node:events"
+import { createServer, type Server, type Socket, connect } from "node:net"
+
+/**
+ * A TCP proxy in the test process, in front of PostgreSQL, that a test can cut:
+ * - `cut("refuse")`: every connection is destroyed and the port stops listening,
+ *   so the server's driver sees resets and then ECONNREFUSED (a database that is down);
+ * - `cut("blackhole")`: connections stay open and new ones are accepted, but no
+ *   byte is forwarded either way (a database, or a network, that stops answering).
+ * `resume()` forwards again on the same port.
+ */
+export interface TcpProxy {
+  readonly port: number
+  readonly cut: (mode: "refuse" | "blackhole") => Promise<void>
+  readonly resume: () => Promise<void>
+  readonly close: () => Promise<void>
+  /** Connections accepted since the proxy started. */
+  readonly accepted: () => number
+}
+
+export const startTcpProxy = async (target: { host: string; port: number }): Promise<TcpProxy> => {
+  const sockets = new Set<Socket>()
+  let mode: "forward" | "refuse" | "blackhole" = "forward"
+  let acceptedCount = 0
+  let port = 0
+
+  const track = (socket: Socket) => {
+    sockets.add(socket)
+    socket.once("close", () => sockets.delete(socket))
+    socket.on("error", () => socket.destroy())
+  }
+
+  const onConnection = (client: Socket) => {
+    acceptedCount++
+    track(client)
+    if (mode === "refuse") return client.destroy()
+    const upstream = connect(target)
+    track(upstream)
+    client.once("close", () => upstream.destroy())
+    upstream.once("close", () => client.destroy())
+    // Forward only while the proxy forwards; in a blackhole the bytes are dropped.
+    client.on("data", (chunk) => {
+      if (mode === "forward") upstream.write(chunk)
+    })
+    upstream.on("data", (chunk) => {
+      if (mode === "forward") client.write(chunk)
+    })
+  }
+
+  let server: Server | undefined
+  const listen = async () => {
+    const listening = createServer(onConnection)
+    listening.listen(port, "127.0.0.1")
+    await once(listening, "listening")
+    port = (listening.address() as { port: number }).port
+    server = listening
+  }
+  await listen()
+
+  const stopListening = async () => {
+    if (server === undefined || !server.listening) return
+    const closed = once(server, "close")
+    server.close()
+    server = undefined
+    for (const socket of sockets) socket.destroy()
+    await closed
+  }
+
+  return {
+    get port() {
+      return port
+    },
+    accepted: () => acceptedCount,
+    cut: async (how) => {
+      mode = how
+      if (how === "refuse") await stopListening()
+    },
+    resume: async () => {
+      mode = "forward"
+      // Connections held open in a blackhole may have lost bytes: they cannot carry on.
+      for (const socket of sockets) socket.destroy()
+      if (server === undefined) await listen()
+    },
+    close: async () => {
+      mode = "refuse"
+      await stopListening()
+    }
+  }
+}
