@@ -1,0 +1,44 @@
+// ESLint 9 flat config for the k6 scripts. k6 is not Node and not a browser: its globals are declared here.
+import js from "@eslint/js";
+import globals from "globals";
+
+/** Globals the k6 runtime provides (https://grafana.com/docs/k6/latest/using-k6/execution-context-variables/). */
+const k6Globals = {
+  __ENV: "readonly",
+  __VU: "readonly",
+  __ITER: "readonly",
+  open: "readonly",
+  console: "readonly"
+};
+
+export default [
+  { ignores: ["node_modules/**"] },
+  js.configs.recommended,
+  {
+    files: ["**/*.js"],
+    ignores: ["eslint.config.js"],
+    languageOptions: {
+      // k6 ≥ 0.49 runs ES2020 modules: newer syntax is refused here before it reaches a k6 that cannot parse it.
+      ecmaVersion: 2020,
+      sourceType: "module",
+      globals: k6Globals
+    },
+    rules: {
+      "no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
+      "no-var": "error",
+      "prefer-const": "error",
+      eqeqeq: ["error", "always"],
+      "no-shadow": "error",
+      "no-implicit-globals": "error",
+      "no-restricted-globals": ["error",
+        { name: "fetch", message: "k6 has no fetch: use k6/http." },
+        { name: "setTimeout", message: "use sleep() from k6, or import it from k6/timers." },
+        { name: "process", message: "k6 is not Node: read __ENV." }
+      ]
+    }
+  },
+  {
+    files: ["eslint.config.js"],
+    languageOptions: { ecmaVersion: "latest", sourceType: "module", globals: globals.node }
+  }
+];

@@ -1,0 +1,181 @@
+// @ts-check
+/**
+ * soak.js — a long steady run that watches for latency drift, late errors and (optionally) memory growth.
+ *
+ *   k6 run -e BASE_URL=http://localhost:8080/v1 -e API_KEYS=psk_a,psk_b,… load-tests/soak.js            # 90 s, CI-sized
+ *   k6 run -e DURATION=2h -e BASE_URL=… -e API_KEYS=… -e METRICS_URL=… load-tests/soak.js               # a real soak
+ *
+ * The load.js mix at a constant RATE for DURATION. The run is cut into phases by elapsed time, and every
+ * request and latency sample carries its phase as the tag `phase`: `warmup` (first 10%), `early` (10–30%),
+ * `middle` (30–80%) and `late` (last 20%). Drift shows as `late` doing worse than `early`:
+ *   - both phases have the same absolute latency thresholds, and the late phase its own error threshold;
+ *   - `latency_drift` is the share of late requests slower than their VU's own early p95 times DRIFT_FACTOR
+ *     (and at least DRIFT_MIN_MS slower): about 0 when nothing drifts, whatever the absolute latency.
+ * With METRICS_URL (a Prometheus text endpoint of the server, e.g. http://localhost:8080/metrics, which the
+ * server does not have yet), a second scenario samples the server's resident memory every SAMPLE_INTERVAL:
+ * `server_rss_bytes`, and `server_rss_growth`, its ratio to the sample taken at the end of the warm-up.
+ * Without it, sample RSS with `ps` alongside the run (load-tests/README.md shows how).
+ *
+ * Environment:
+ *   BASE_URL, API_KEYS   as in load.js; the keys' daily quotas must carry RATE×DURATION requests
+ *   RATE                 requests per second (default 10)
+ *   DURATION             how long (default 90s; a real soak is 1h–8h)
+ *   VUS, MAX_VUS         pre-allocated and maximum VUs (default 5 and 100)
+ *   MIX, SEED_PETS       as in load.js
+ *   P95_MS, P99_MS       latency thresholds of the early and of the late phase (default 250 and 500)
+ *   MAX_ERROR_RATE       share of failed requests allowed, 429s excluded, overall and in the late phase (default 0.01)
+ *   MAX_429_RATE         share of iterations refused for quota allowed (default 0.02)
+ *   DRIFT_FACTOR, DRIFT_MIN_MS, MAX_DRIFT_RATE   the latency_drift threshold (defaults 2, 20 and 0.05)
+ *   METRICS_URL          optional Prometheus text endpoint; METRICS_TOKEN its bearer token, if any
+ *   RSS_METRIC           the metric to read there (default process_resident_memory_bytes)
+ *   SAMPLE_INTERVAL      seconds between memory samples (default 5)
+ *   MAX_RSS_GROWTH       the largest allowed ratio of the last sample to the warm-up one (default 1.5)
+ */
+import http from "k6/http";
+import exec from "k6/execution";
+import { check, sleep } from "k6";
+import { Gauge, Rate, Trend } from "k6/metrics";
+import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, envString, trafficMix } from "./lib/config.js";
+import { mixedIteration, seedPets, verifyKeys, warnOnCapacity } from "./lib/traffic.js";
+
+const BASE_URL = baseUrl();
+const KEYS = apiKeys();
+const RATE = envPositiveInt("RATE", 10);
+const DURATION = envDuration("DURATION", "90s");
+const MIX = trafficMix();
+const P95_MS = envNumber("P95_MS", 250);
+const P99_MS = envNumber("P99_MS", 500);
+const MAX_ERROR_RATE = envNumber("MAX_ERROR_RATE", 0.01);
+const DRIFT_FACTOR = envNumber("DRIFT_FACTOR", 2);
+const DRIFT_MIN_MS = envNumber("DRIFT_MIN_MS", 20);
+const METRICS_URL = envString("METRICS_URL");
+const METRICS_TOKEN = envString("METRICS_TOKEN");
+const RSS_METRIC = envString("RSS_METRIC") ?? "process_resident_memory_bytes";
+const SAMPLE_INTERVAL = envNumber("SAMPLE_INTERVAL", 5);
+
+/** Share of late-phase requests slower than their VU's early p95 × DRIFT_FACTOR. */
+const latencyDrift = new Rate("latency_drift");
+const rssBytes = new Gauge("server_rss_bytes");
+const rssGrowth = new Gauge("server_rss_growth");
+const rssByPhase = new Trend("server_rss_mb");
+
+http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429));
+
+/** @type {Record<string, import("k6/options").Scenario>} */
+const scenarios = {
+  soak: {
+    executor: "constant-arrival-rate",
+    rate: RATE,
+    timeUnit: "1s",
+    duration: DURATION.text,
+    // Few VUs, so that each sees enough of the early phase to hold a baseline of its own.
+    preAllocatedVUs: envPositiveInt("VUS", 5),
+    maxVUs: envPositiveInt("MAX_VUS", 100)
+  }
+};
+
+/** @type {Record<string, import("k6/options").Threshold[]>} */
+const thresholds = {
+  "served_req_duration{phase:early}": [`p(95)<${P95_MS}`, `p(99)<${P99_MS}`],
+  "served_req_duration{phase:late}": [`p(95)<${P95_MS}`, `p(99)<${P99_MS}`],
+  http_req_failed: [`rate<${MAX_ERROR_RATE}`],
+  "http_req_failed{phase:late}": [`rate<${MAX_ERROR_RATE}`],
+  latency_drift: [`rate<${envNumber("MAX_DRIFT_RATE", 0.05)}`],
+  rate_limited: [`rate<${envNumber("MAX_429_RATE", 0.02)}`],
+  checks: ["rate>0.99"]
+};
+
+if (METRICS_URL !== undefined) {
+  scenarios.memory = { executor: "constant-vus", vus: 1, duration: DURATION.text, exec: "sampleMemory" };
+  thresholds.server_rss_growth = [`value<${envNumber("MAX_RSS_GROWTH", 1.5)}`];
+  // Every sample must read: a growth threshold over no samples would pass vacuously.
+  thresholds["checks{scenario:memory}"] = ["rate==1"];
+}
+
+/** @type {import("k6/options").Options} */
+export const options = { scenarios, thresholds, summaryTrendStats: ["avg", "med", "max", "p(90)", "p(95)", "p(99)"] };
+
+/** @returns {string} the phase of the run at this moment */
+function phase() {
+  const elapsed = (Date.now() - exec.scenario.startTime) / 1000 / DURATION.seconds;
+  return elapsed < 0.1 ? "warmup" : elapsed < 0.3 ? "early" : elapsed < 0.8 ? "middle" : "late";
+}
+
+export function setup() {
+  const capacity = verifyKeys(BASE_URL, KEYS);
+  warnOnCapacity(capacity, RATE, DURATION.seconds);
+  return { seedIds: seedPets(BASE_URL, KEYS[0] ?? "", envPositiveInt("SEED_PETS", 10)) };
+}
+
+/** Per-VU: the early phase's latencies, then the p95 computed from them. */
+const baseline = {
+  /** @type {number[]} */
+  early: [],
+  /** @type {number | undefined} */
+  p95: undefined
+};
+
+/** @param {{ seedIds: number[] }} data */
+export default function (data) {
+  const now = phase();
+  const res = mixedIteration({ baseUrl: BASE_URL, keys: KEYS, mix: MIX, seedIds: data.seedIds, tags: { phase: now } });
+  if (res === undefined || res.status === 429 || res.status === 0) return;
+  const duration = res.timings.duration;
+  if (now === "early") {
+    if (baseline.early.length < 5000) baseline.early.push(duration);
+  } else if (now === "late") {
+    if (baseline.p95 === undefined && baseline.early.length >= 10) {
+      const sorted = baseline.early.slice().sort((a, b) => a - b);
+      baseline.p95 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))];
+    }
+    // A VU that saw too little of the early phase has no baseline and does not vote.
+    if (baseline.p95 !== undefined) {
+      latencyDrift.add(duration > Math.max(baseline.p95 * DRIFT_FACTOR, baseline.p95 + DRIFT_MIN_MS));
+    }
+  }
+}
+
+/** Memory scenario state (one VU). */
+const memory = {
+  /** @type {number | undefined} the sample at the end of the warm-up */
+  baseline: undefined
+};
+
+/**
+ * The memory scenario: one sample of METRICS_URL, then a pause.
+ */
+export function sampleMemory() {
+  const params = METRICS_TOKEN === undefined
+    ? { tags: { name: "metrics" } }
+    : { tags: { name: "metrics" }, headers: { Authorization: `Bearer ${METRICS_TOKEN}` } };
+  const res = http.get(METRICS_URL ?? "", params);
+  const value = res.status === 200 && typeof res.body === "string" ? metricValue(res.body, RSS_METRIC) : undefined;
+  check(res, { [`metrics: ${RSS_METRIC} is exposed`]: () => value !== undefined });
+  if (value !== undefined) {
+    const now = phase();
+    rssBytes.add(value);
+    rssByPhase.add(value / 1048576, { phase: now });
+    if (memory.baseline === undefined && now !== "warmup") memory.baseline = value;
+    if (memory.baseline !== undefined) rssGrowth.add(value / memory.baseline);
+  }
+  sleep(SAMPLE_INTERVAL);
+}
+
+/**
+ * The value of a metric in the Prometheus text format (its first sample, whatever its labels).
+ * @param {string} text
+ * @param {string} name
+ * @returns {number | undefined}
+ */
+function metricValue(text, name) {
+  for (const line of text.split("\n")) {
+    if (line.indexOf(name) !== 0) continue;
+    const rest = line.slice(name.length);
+    const match = /^(\{[^}]*\})?\s+([-+0-9.eE]+|NaN)(\s|$)/.exec(rest);
+    if (match !== null && match[2] !== undefined) {
+      const value = Number(match[2]);
+      if (isFinite(value)) return value;
+    }
+  }
+  return undefined;
+}
