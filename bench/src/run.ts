@@ -1,0 +1,235 @@
+/**
+ * `pnpm bench`: the server against the floor (./floor.ts) on PostgreSQL, in one
+ * run, alternating, after a warm-up. Reports requests per server CPU-second
+ * (the stable figure on a noisy machine), req/s and latency at 64 connections,
+ * then the in-memory quota store and WORKERS=2 against WORKERS=1. With --soak,
+ * also a steady run that samples resident memory every 10 s.
+ *
+ * Environment: DATABASE_URL (a database to create the bench database from;
+ * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_ROUNDS (3),
+ * BENCH_SECONDS (8), BENCH_SOAK_SECONDS (300), BENCH_SOAK_RATE (1000 req/s).
+ */
+import autocannon from "autocannon"
+import { randomBytes } from "node:crypto"
+import { readFileSync, writeFileSync } from "node:fs"
+import { cpus, totalmem } from "node:os"
+import { fileURLToPath } from "node:url"
+import postgres from "postgres"
+import { cpuSeconds, rssMiB, type Started, startProcess } from "./processes.ts"
+
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
+const seconds = Number(process.env.BENCH_SECONDS ?? 8)
+const soak = process.argv.includes("--soak")
+const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? 300)
+const soakRate = Number(process.env.BENCH_SOAK_RATE ?? 1000)
+const CONNECTIONS = 64
+const ADMIN_TOKEN = `bench-admin-${randomBytes(8).toString("hex")}`
+const serverMain = fileURLToPath(new URL("../../apps/server/dist/main.js", import.meta.url))
+const floorMain = fileURLToPath(new URL("./floor.ts", import.meta.url))
+const resultsFile = fileURLToPath(new URL("../RESULTS.md", import.meta.url))
+
+type Endpoint = "list" | "create" | "get"
+const endpoints: ReadonlyArray<Endpoint> = ["list", "create", "get"]
+
+interface Measure {
+  readonly requests: number
+  readonly cpu: number
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+}
+
+const requestsFor = (endpoint: Endpoint, key: string) => {
+  const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
+  switch (endpoint) {
+    case "list":
+      return [{ method: "GET" as const, path: "/v1/pets?limit=20", headers }]
+    case "create":
+      return [{ method: "POST" as const, path: "/v1/pets", headers, body: JSON.stringify({ name: "Bench", categoryId: 1 }) }]
+    case "get":
+      return [{
+        method: "GET" as const,
+        headers,
+        setupRequest: (request: { path: string }) => ({ ...request, path: `/v1/pets/${1 + Math.floor(Math.random() * 10_000)}` })
+      }]
+  }
+}
+
+const measure = async (target: Started, endpoint: Endpoint, key: string, duration: number): Promise<Measure> => {
+  const cpuBefore = cpuSeconds(target.child.pid!)
+  const result = await autocannon({
+    url: target.origin,
+    connections: CONNECTIONS,
+    duration,
+    requests: requestsFor(endpoint, key) as Array<autocannon.Request>
+  })
+  const cpu = cpuSeconds(target.child.pid!) - cpuBefore
+  return {
+    requests: result.requests.total,
+    cpu,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    errors: result.non2xx + result.errors + result.timeouts
+  }
+}
+
+const combine = (measures: ReadonlyArray<Measure>): Measure => {
+  const sorted = (pick: (m: Measure) => number) => measures.map(pick).sort((a, b) => a - b)
+  const median = (pick: (m: Measure) => number) => sorted(pick)[Math.floor(measures.length / 2)]!
+  return {
+    requests: measures.reduce((sum, m) => sum + m.requests, 0),
+    cpu: measures.reduce((sum, m) => sum + m.cpu, 0),
+    rps: median((m) => m.rps),
+    p50: median((m) => m.p50),
+    p99: median((m) => m.p99),
+    errors: measures.reduce((sum, m) => sum + m.errors, 0)
+  }
+}
+
+const perCpuSecond = (m: Measure) => m.requests / m.cpu
+
+const main = async () => {
+  const baseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
+  const name = `petstore_bench_${Date.now()}`
+  const admin = postgres(baseUrl, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`CREATE DATABASE ${name}`)
+  const dbUrl = new URL(baseUrl)
+  dbUrl.pathname = `/${name}`
+  const databaseUrl = dbUrl.toString()
+  const started: Array<Started> = []
+  const start = async (label: string, args: ReadonlyArray<string>, env: Record<string, string>, ready: string) => {
+    process.stdout.write(`starting ${label}… `)
+    const target = await startProcess(args, { DATABASE_URL: databaseUrl, LOG_LEVEL: "Warn", ...env }, ready)
+    started.push(target)
+    console.log("ready")
+    return target
+  }
+  try {
+    const serverEnv = { ADMIN_TOKEN, ADMIN_PORT: "0" }
+    const server = await start("server (PostgreSQL quota store)", [serverMain], { ...serverEnv, ADMIN_PORT: "18581" }, "/readyz")
+    const db = postgres(databaseUrl, { max: 1, onnotice: () => {} })
+    await db`INSERT INTO pets (name, category_id, status)
+      SELECT 'Pet ' || g, 1 + g % 10, (ARRAY['available', 'pending', 'sold'])[1 + g % 3] FROM generate_series(1, 10000) AS g`
+    const created = await fetch("http://127.0.0.1:18581/admin/keys", {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ plan: "enterprise", name: "bench", limits: { perMinute: 2_000_000_000, perDay: 2_000_000_000 } })
+    })
+    const { key } = (await created.json()) as { key: string }
+    const [{ version: pgVersion }] = await db`SELECT current_setting('server_version') AS version` as unknown as [{ version: string }]
+
+    const floor = await start("floor (node:http + postgres.js)", [floorMain], {}, "/v1/pets")
+    const memory = await start("server (in-memory quota store)", [serverMain], { QUOTA_STORE: "memory" }, "/readyz")
+
+    console.log(`warming up (${endpoints.length * 3} × 3 s)`)
+    for (const endpoint of endpoints) for (const target of [server, floor, memory]) await measure(target, endpoint, key, 3)
+
+    const results = new Map<string, Array<Measure>>()
+    const record = (label: string, m: Measure) => results.set(label, [...(results.get(label) ?? []), m])
+    for (let round = 1; round <= rounds; round++) {
+      for (const endpoint of endpoints) {
+        for (const [label, target] of [["server", server], ["floor", floor]] as const) {
+          const m = await measure(target, endpoint, key, seconds)
+          record(`${label} ${endpoint}`, m)
+          console.log(`round ${round} ${label.padEnd(6)} ${endpoint.padEnd(6)} ${m.rps.toFixed(0).padStart(6)} req/s  ${perCpuSecond(m).toFixed(0).padStart(6)} req/CPU-s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors}`)
+        }
+      }
+    }
+    for (let round = 1; round <= Math.max(1, rounds - 1); round++) {
+      for (const endpoint of endpoints) {
+        const m = await measure(memory, endpoint, key, seconds)
+        record(`memory ${endpoint}`, m)
+        console.log(`round ${round} memory ${endpoint.padEnd(6)} ${m.rps.toFixed(0).padStart(6)} req/s  ${perCpuSecond(m).toFixed(0).padStart(6)} req/CPU-s  p99 ${m.p99} ms`)
+      }
+    }
+    await memory.stop()
+    const workers = await start("server WORKERS=2", [serverMain], { WORKERS: "2" }, "/readyz")
+    for (let round = 1; round <= Math.max(1, rounds - 1); round++) {
+      for (const [label, target] of [["workers1", server], ["workers2", workers]] as const) {
+        const m = await measure(target, "list", key, seconds)
+        record(`${label} list`, m)
+        console.log(`round ${round} ${label} list ${m.rps.toFixed(0).padStart(6)} req/s  ${perCpuSecond(m).toFixed(0).padStart(6)} req/CPU-s  p99 ${m.p99} ms`)
+      }
+    }
+    await workers.stop()
+
+    let soakSamples: Array<{ at: number; rss: number; p99: number }> = []
+    if (soak) {
+      console.log(`soak: ${soakSeconds} s at ${soakRate} req/s of list`)
+      soakSamples = await soakRun(server, key)
+    }
+
+    const effectVersion = JSON.parse(readFileSync(fileURLToPath(new URL("../../node_modules/.pnpm/node_modules/effect/package.json", import.meta.url)), "utf8")).version
+    const autocannonVersion = JSON.parse(readFileSync(fileURLToPath(new URL("../node_modules/autocannon/package.json", import.meta.url)), "utf8")).version
+    writeFileSync(resultsFile, report({ results, pgVersion, effectVersion, autocannonVersion, soakSamples }))
+    console.log(`wrote ${resultsFile}`)
+    await db.end()
+  } finally {
+    for (const target of started) await target.stop().catch(() => {})
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    await admin.end()
+  }
+}
+
+/** A steady rate for a long while, sampling the server's resident memory every 10 s. */
+const soakRun = async (server: Started, key: string) => {
+  const samples: Array<{ at: number; rss: number; p99: number }> = []
+  const begin = Date.now()
+  const sampler = setInterval(() => samples.push({ at: Math.round((Date.now() - begin) / 1000), rss: rssMiB(server.child.pid!), p99: 0 }), 10_000)
+  await autocannon({
+    url: server.origin,
+    connections: CONNECTIONS,
+    duration: soakSeconds,
+    overallRate: soakRate,
+    requests: requestsFor("list", key) as Array<autocannon.Request>
+  })
+  clearInterval(sampler)
+  return samples
+}
+
+const report = (input: {
+  readonly results: Map<string, Array<Measure>>
+  readonly pgVersion: string
+  readonly effectVersion: string
+  readonly autocannonVersion: string
+  readonly soakSamples: ReadonlyArray<{ at: number; rss: number }>
+}) => {
+  const get = (label: string) => combine(input.results.get(label) ?? [])
+  const row = (label: string, m: Measure, floor?: Measure) =>
+    `| ${label} | ${perCpuSecond(m).toFixed(0)} | ${floor ? (perCpuSecond(m) / perCpuSecond(floor)).toFixed(2) + "×" : "1.00×"} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${m.errors} |`
+  const lines = [
+    "# Benchmark results",
+    "",
+    `Measured by \`pnpm bench\` on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${cpus()[0]?.model.trim()}), ` +
+      `${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.versions.node}, effect ${input.effectVersion}, ` +
+      `PostgreSQL ${input.pgVersion} on the same machine, autocannon ${input.autocannonVersion}. ` +
+      `${CONNECTIONS} connections, ${rounds} rounds of ${seconds} s per target and endpoint, alternating, after a 3 s warm-up. ` +
+      "The database holds 10,000 pets; the key's quota is too high to bind, but every request still spends it.",
+    "",
+    "Requests per CPU-second divides the requests served by the CPU time (user + system) the server process used",
+    "meanwhile, read from /proc: the load generator and PostgreSQL share the machine, so req/s moves with them and",
+    "this figure does not. req/s, p50 and p99 are medians over the rounds.",
+    "",
+    "## Server (PostgreSQL quota store) against the floor",
+    "",
+    "| target | req per CPU-s | vs floor | req/s | p50 ms | p99 ms | non-2xx |",
+    "| --- | --- | --- | --- | --- | --- | --- |"
+  ]
+  for (const endpoint of endpoints) {
+    const floor = get(`floor ${endpoint}`)
+    lines.push(row(`floor ${endpoint}`, floor), row(`server ${endpoint}`, get(`server ${endpoint}`), floor))
+  }
+  lines.push("", "## In-memory quota store", "", "| target | req per CPU-s | vs floor | req/s | p50 ms | p99 ms | non-2xx |", "| --- | --- | --- | --- | --- | --- | --- |")
+  for (const endpoint of endpoints) lines.push(row(`memory ${endpoint}`, get(`memory ${endpoint}`), get(`floor ${endpoint}`)))
+  lines.push("", "## WORKERS=2 against WORKERS=1 (GET /v1/pets?limit=20)", "", "CPU of WORKERS=2 counts the primary and both workers.", "", "| target | req per CPU-s | vs WORKERS=1 | req/s | p50 ms | p99 ms | non-2xx |", "| --- | --- | --- | --- | --- | --- | --- |")
+  lines.push(row("WORKERS=1", get("workers1 list")), row("WORKERS=2", get("workers2 list"), get("workers1 list")))
+  if (input.soakSamples.length > 0) {
+    lines.push("", `## Soak: ${soakSeconds} s at ${soakRate} req/s of GET /v1/pets`, "", "| second | RSS MiB |", "| --- | --- |")
+    for (const sample of input.soakSamples) lines.push(`| ${sample.at} | ${sample.rss.toFixed(0)} |`)
+  }
+  return lines.join("\n") + "\n"
+}
+
+await main()
