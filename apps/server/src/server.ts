@@ -22,8 +22,16 @@ export class ListenAddresses extends Context.Service<ListenAddresses, {
 /** Path parameters up to 1,000 characters reach their route (and its validation) instead of the catch-all. */
 const routerConfig = { maxParamLength: 1_000 }
 
-/** A client gets 10 s to send its headers and 30 s for the whole request: a slowloris cannot hold connections. */
-const slowClientLimits = { headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5_000 }
+/**
+ * A client gets 10 s to send its headers and 30 s for the whole request, checked
+ * every second: a slowloris cannot hold connections.
+ */
+const slowClientLimits = {
+  headersTimeout: 10_000,
+  requestTimeout: 30_000,
+  keepAliveTimeout: 5_000,
+  connectionsCheckingInterval: 1_000
+}
 
 /**
  * Builds every route first and only then listens, so the server never accepts

@@ -1,0 +1,65 @@
+import { once } from "node:events"
+import { connect } from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort, type ServerProcess, spawnServer } from "./support/process.ts"
+
+let server: ServerProcess
+let port: number
+
+beforeAll(async () => {
+  port = await freePort()
+  server = spawnServer({
+    PORT: String(port),
+    DATA_DIR: ":memory:",
+    LOG_LEVEL: "Info",
+    ADMIN_TOKEN: "test-admin-token-not-a-secret",
+    ADMIN_PORT: String(await freePort())
+  })
+  for (let attempt = 0; attempt < 300; attempt++) {
+    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  throw new Error(server.output())
+}, 30_000)
+afterAll(() => server?.stop())
+
+/**
+ * Opens a connection, sends a request line, then one more header line every
+ * second without ever ending the headers, and reports when (and how) the server ends it.
+ */
+const trickle = async () => {
+  const socket = connect(port, "127.0.0.1")
+  await once(socket, "connect")
+  const opened = Date.now()
+  let received = ""
+  socket.on("data", (data) => (received += data))
+  socket.write("GET /v1/pets HTTP/1.1\r\nHost: localhost\r\n")
+  let line = 0
+  const timer = setInterval(() => {
+    if (!socket.destroyed) socket.write(`X-Slow-${++line}: still here\r\n`)
+  }, 1_000)
+  await once(socket, "close")
+  clearInterval(timer)
+  return { seconds: (Date.now() - opened) / 1000, received }
+}
+
+describe("slow clients", () => {
+  it("a client that never finishes its headers is cut off after about 10 s (slowloris)", async () => {
+    const { seconds, received } = await trickle()
+    expect(seconds).toBeGreaterThanOrEqual(9)
+    expect(seconds).toBeLessThan(15)
+    expect(received === "" || received.startsWith("HTTP/1.1 408")).toBe(true)
+  }, 30_000)
+
+  it("the server keeps answering others meanwhile", async () => {
+    const slow = trickle()
+    const response = await fetch(`http://127.0.0.1:${port}/healthz`)
+    expect(response.status).toBe(200)
+    await slow
+  }, 30_000)
+
+  it("binds the admin listener to loopback by default", () => {
+    const listening = server.output().split("\n").find((line) => line.includes("\"listening\""))
+    expect(JSON.parse(listening!).annotations.admin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+  })
+})
