@@ -1,0 +1,19 @@
+import type { ApiKey, Plan } from "./model.ts"
+
+/** What every phase knows about the run. */
+export interface RunContext {
+  readonly baseUrl: string
+  readonly runId: string
+  readonly keys: Readonly<Record<Plan, ReadonlyArray<ApiKey>>>
+  /** The key of the general checks: the first key of the plan with the most room (business, enterprise, pro, free). */
+  readonly generalKey: ApiKey | undefined
+  readonly daily: boolean
+  readonly maxWaitSeconds: number
+  readonly progress: (line: string) => void
+  /** A fresh, recognisable pet name: `conformance-<runid>-<n>`. */
+  readonly petName: () => string
+}
+
+export const GENERAL_PHASE = "general"
+
+export const keyHint = (plan: Plan) => `--key ${plan}=KEY or CONFORMANCE_KEY_${plan.toUpperCase()}`

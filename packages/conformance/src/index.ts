@@ -1,0 +1,14 @@
+export {
+  type ApiKey,
+  type CheckResult,
+  type CheckStatus,
+  type Failure,
+  type Plan,
+  PLANS,
+  type Summary,
+  type SuiteResult,
+  type Tag,
+  Unreachable
+} from "./model.ts"
+export { formatResult, formatSummary, toJson, toJUnit } from "./report.ts"
+export { InvalidOptions, runSuite, suite, type SuiteOptions } from "./suite.ts"

@@ -1,0 +1,70 @@
+import { Data } from "effect"
+
+/**
+ * `spec`: mandated by the interface spec, so it must hold for any implementation.
+ * `extension`: a choice this implementation documents in its README.
+ */
+export type Tag = "spec" | "extension"
+
+export const PLANS = ["free", "pro", "business", "enterprise"] as const
+export type Plan = (typeof PLANS)[number]
+
+export interface ApiKey {
+  readonly plan: Plan
+  readonly secret: string
+  /** How the key appears in output: its plan and position, never the secret. */
+  readonly label: string
+}
+
+/** What a failed check shows: the request it sent, what it expected and what came back. */
+export interface Failure {
+  readonly request?: string
+  readonly expected: string
+  readonly received: string
+}
+
+export type CheckStatus = "pass" | "fail" | "skip"
+
+export interface CheckResult {
+  readonly id: string
+  readonly title: string
+  readonly tag: Tag
+  readonly area: string
+  readonly status: CheckStatus
+  /** Why the check was skipped. */
+  readonly reason?: string
+  readonly failure?: Failure
+  readonly durationMs: number
+}
+
+export interface Summary {
+  readonly passed: number
+  readonly failed: number
+  readonly skipped: number
+}
+
+export interface SuiteResult {
+  readonly runId: string
+  readonly baseUrl: string
+  readonly startedAt: string
+  readonly durationMs: number
+  readonly results: ReadonlyArray<CheckResult>
+  readonly summary: Summary
+}
+
+export class CheckFailed extends Data.TaggedError("CheckFailed")<Failure> {}
+
+export class CheckSkipped extends Data.TaggedError("CheckSkipped")<{ readonly reason: string }> {}
+
+/** The base URL does not answer at all: a usage problem rather than a finding about the service. */
+export class Unreachable extends Data.TaggedError("Unreachable")<{ readonly baseUrl: string; readonly cause: string }> {
+  override get message() {
+    return `cannot reach ${this.baseUrl}: ${this.cause}`
+  }
+}
+
+export const summarize = (results: ReadonlyArray<CheckResult>): Summary => ({
+  passed: results.filter((result) => result.status === "pass").length,
+  failed: results.filter((result) => result.status === "fail").length,
+  skipped: results.filter((result) => result.status === "skip").length
+})

@@ -1,0 +1,164 @@
+import { Cause, Data, Effect, Exit } from "effect"
+import { randomBytes } from "node:crypto"
+import { type Check, isSelected, type Phase, runPhases, skipped } from "./checks.ts"
+import type { RunContext } from "./context.ts"
+import { generalPhase } from "./general.ts"
+import { anonymous, Http, makeHttp, probe } from "./http.ts"
+import { makeObservations } from "./invariants.ts"
+import { type ApiKey, CheckFailed, type CheckResult, type Plan, PLANS, summarize, type SuiteResult, Unreachable } from "./model.ts"
+import { planPhase } from "./plans.ts"
+
+export interface SuiteOptions {
+  /** The service's base URL, including `/v1`. */
+  readonly baseUrl: string
+  /** API keys by plan. The first key of a plan serves the general checks; the others are set aside to exhaust windows. */
+  readonly keys?: Partial<Record<Plan, ReadonlyArray<string>>>
+  /** `spec`: only the checks the interface spec mandates. */
+  readonly only?: "spec"
+  /** Only the checks whose id or title contains this text (case-insensitive). */
+  readonly grep?: string
+  /** Also spend each plan's daily quota: a long run. */
+  readonly daily?: boolean
+  /** The longest the run waits for a key to be admitted again. Default 120 s. */
+  readonly maxWaitSeconds?: number
+  /** Each check's result, as soon as it is known. */
+  readonly onResult?: (result: CheckResult) => void
+  /** What a long phase is doing (spending a quota, waiting for Retry-After). */
+  readonly onProgress?: (line: string) => void
+}
+
+export class InvalidOptions extends Data.TaggedError("InvalidOptions")<{ readonly message: string }> {}
+
+/** Plans in the order their first key is preferred for the general checks: the most room first. */
+const GENERAL_KEY_PREFERENCE: ReadonlyArray<Plan> = ["business", "enterprise", "pro", "free"]
+
+const REQUEST_TIMEOUT_SECONDS = 30
+
+export const normalizeBaseUrl = (value: string) =>
+  Effect.gen(function*() {
+    const trimmed = value.trim().replace(/\/+$/, "")
+    if (!URL.canParse(trimmed) || !/^https?:$/.test(new URL(trimmed).protocol)) {
+      return yield* new InvalidOptions({ message: `--base-url must be an http(s) URL such as https://pets.example.com/v1, not "${value}"` })
+    }
+    return trimmed
+  })
+
+const invariantChecks = (tally: ReturnType<typeof makeObservations>["tally"]): ReadonlyArray<Check> => {
+  const fromTally = (id: string) =>
+    Effect.gen(function*() {
+      const { checked, broken, first } = tally(id)
+      if (checked === 0) return yield* skipped("no response of the run to look at")
+      if (first !== undefined) {
+        return yield* new CheckFailed({ ...first, received: `${first.received} (${broken} of ${checked} responses)` })
+      }
+    })
+  return [
+    {
+      id: "headers.present",
+      area: "headers",
+      tag: "spec",
+      title: "X-RateLimit-Limit, -Remaining and -Reset on every response",
+      run: fromTally("headers.present")
+    },
+    {
+      id: "errors.shape",
+      area: "errors",
+      tag: "spec",
+      title: "every error answer has an Error body whose status is the HTTP status",
+      run: fromTally("errors.shape")
+    },
+    {
+      id: "headers.no-store",
+      area: "headers",
+      tag: "extension",
+      title: "Cache-Control: no-store, X-Content-Type-Options: nosniff and X-Request-Id on every response",
+      run: fromTally("headers.no-store")
+    },
+    {
+      id: "errors.exact",
+      area: "errors",
+      tag: "extension",
+      title: "every error body is exactly {code, message, status} (details on a 400), with the README's code",
+      run: fromTally("errors.exact")
+    }
+  ]
+}
+
+export const suite = (options: SuiteOptions) =>
+  Effect.gen(function*() {
+    const baseUrl = yield* normalizeBaseUrl(options.baseUrl)
+    const maxWaitSeconds = options.maxWaitSeconds ?? 120
+    const progress = options.onProgress ?? (() => {})
+    const runId = randomBytes(4).toString("hex")
+    const startedAt = new Date()
+
+    const keysOf = (plan: Plan) =>
+      (options.keys?.[plan] ?? []).map((secret, index): ApiKey => ({ plan, secret, label: `${plan} key ${index + 1}` }))
+    const keys: Record<Plan, ReadonlyArray<ApiKey>> = {
+      free: keysOf("free"),
+      pro: keysOf("pro"),
+      business: keysOf("business"),
+      enterprise: keysOf("enterprise")
+    }
+    const generalKey = GENERAL_KEY_PREFERENCE.map((plan) => keys[plan][0]).find((key) => key !== undefined)
+
+    const observations = makeObservations()
+    const reachable = yield* Effect.result(probe({ baseUrl, requestTimeoutSeconds: REQUEST_TIMEOUT_SECONDS }, anonymous))
+    if (reachable._tag === "Failure") return yield* new Unreachable({ baseUrl, cause: reachable.failure })
+    // A 404 for the list of pets at a base URL without the version segment is a mistyped URL, not a finding.
+    if (reachable.success.status === 404 && !/\/v1$/.test(baseUrl)) {
+      return yield* new InvalidOptions({
+        message: `GET ${baseUrl}/pets answered 404: the base URL must include the version segment, e.g. ${baseUrl}/v1`
+      })
+    }
+    observations.observe(reachable.success)
+
+    let pets = 0
+    const run: RunContext = {
+      baseUrl,
+      runId,
+      keys,
+      generalKey,
+      daily: options.daily ?? false,
+      maxWaitSeconds,
+      progress,
+      petName: () => `conformance-${runId}-${++pets}`
+    }
+    const http = yield* makeHttp({
+      baseUrl,
+      maxWaitSeconds,
+      requestTimeoutSeconds: REQUEST_TIMEOUT_SECONDS,
+      observe: observations.observe,
+      progress
+    })
+
+    const phases: Array<Phase> = [yield* generalPhase(run), ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))]
+    phases.push({ name: "invariants", after: phases.map((phase) => phase.name), checks: invariantChecks(observations.tally) })
+
+    const results = yield* runPhases(
+      phases,
+      isSelected({ only: options.only, grep: options.grep }),
+      options.onResult ?? (() => {})
+    ).pipe(Effect.provideService(Http, http))
+
+    return {
+      runId,
+      baseUrl,
+      startedAt: startedAt.toISOString(),
+      durationMs: Date.now() - startedAt.getTime(),
+      results,
+      summary: summarize(results)
+    } satisfies SuiteResult
+  })
+
+/**
+ * Runs the conformance suite against `options.baseUrl`. Resolves with every
+ * selected check's result; rejects with `Unreachable` when the base URL gives
+ * no HTTP answer and with `InvalidOptions` for options it cannot use.
+ */
+export const runSuite = async (options: SuiteOptions): Promise<SuiteResult> => {
+  const exit = await Effect.runPromiseExit(suite(options))
+  if (Exit.isSuccess(exit)) return exit.value
+  throw Cause.squash(exit.cause)
+}
+

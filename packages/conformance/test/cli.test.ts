@@ -1,0 +1,117 @@
+import { spawn } from "node:child_process"
+import { once } from "node:events"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it, onTestFinished } from "vitest"
+import type { Deviation } from "./fixture/deviations.ts"
+import { startFixture } from "./fixture/server.ts"
+
+const cli = fileURLToPath(new URL("../src/cli.ts", import.meta.url))
+const reports = mkdtempSync(join(tmpdir(), "conformance-cli-"))
+afterAll(() => rmSync(reports, { recursive: true, force: true }))
+
+interface Outcome {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The CLI as QA runs it: its own process, configured by arguments and environment only. */
+const conformance = async (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Outcome> => {
+  const child = spawn(process.execPath, [cli, ...args], {
+    env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.on("data", (chunk) => (stdout += chunk))
+  child.stderr.on("data", (chunk) => (stderr += chunk))
+  const [code] = (await once(child, "exit")) as [number | null]
+  return { code, stdout, stderr }
+}
+
+const lastLine = (text: string) => text.trimEnd().split("\n").at(-1)
+
+const fixture = async (deviation?: Deviation) => {
+  const started = await startFixture({ recoverySeconds: 1, deviation })
+  onTestFinished(() => started.close())
+  return started
+}
+
+describe("the command line", () => {
+  it("exits 0 when nothing failed, ends with the summary line and writes JUnit and JSON reports", async () => {
+    const { baseUrl, keys } = await fixture()
+    const junit = join(reports, "ok.xml")
+    const json = join(reports, "ok.json")
+    const outcome = await conformance(
+      ["--base-url", baseUrl, "--key", `pro=${keys.pro[0]}`, "--grep", "listPets", "--junit", junit, "--json", json]
+    )
+    expect(outcome.code, outcome.stderr).toBe(0)
+    expect(lastLine(outcome.stdout)).toMatch(/^\d+ passed, 0 failed, 0 skipped$/)
+    expect(outcome.stdout).toContain("PASS  spec      listPets: limit=1 returns one pet [pets.list-limit-1]")
+    const report = JSON.parse(readFileSync(json, "utf8"))
+    expect(report.summary.failed).toBe(0)
+    expect(report.results.length).toBe(report.summary.passed)
+    const xml = readFileSync(junit, "utf8")
+    expect(xml).toMatch(/^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites [^>]*failures="0"/)
+    expect(xml).toContain("<testcase classname=\"conformance.pets\" name=\"[spec] listPets: limit=1 returns one pet\"")
+  })
+
+  it("exits 1 when a check fails, showing the request, what was expected and what came back", async () => {
+    const { baseUrl, keys } = await fixture("default-page-size-10")
+    const junit = join(reports, "failed.xml")
+    const outcome = await conformance(
+      ["--base-url", baseUrl, "--grep", "pets.list-default-limit", "--junit", junit],
+      { CONFORMANCE_KEY_FREE: keys.free[0]! }
+    )
+    expect(outcome.code, outcome.stderr).toBe(1)
+    expect(outcome.stdout).toMatch(
+      /FAIL {2}spec {6}listPets: 20 pets by default when more exist \[pets\.list-default-limit\]\n {8}request: {2}GET http:\/\/127\.0\.0\.1:\d+\/v1\/pets \(Bearer fx_f…\w{4} \(free key 1\)\)\n {8}expected: exactly 20 pets, the default page size \(more than 20 exist\)\n {8}received: 10 pets/
+    )
+    expect(lastLine(outcome.stdout)).toBe("0 passed, 1 failed, 0 skipped")
+    expect(readFileSync(junit, "utf8")).toContain("<failure message=\"expected exactly 20 pets")
+  })
+
+  it("takes the base URL and several keys of a plan from the environment", async () => {
+    const { baseUrl, keys } = await fixture()
+    const outcome = await conformance(["--grep", "free.recovery"], {
+      CONFORMANCE_BASE_URL: baseUrl,
+      CONFORMANCE_KEY_FREE: `${keys.free[0]},${keys.free[1]}`
+    })
+    expect(outcome.code, outcome.stderr).toBe(0)
+    expect(lastLine(outcome.stdout)).toBe("1 passed, 0 failed, 0 skipped")
+  })
+
+  it("runs only the spec's checks with --only spec", async () => {
+    const { baseUrl, keys } = await fixture("no-405")
+    const outcome = await conformance(["--base-url", baseUrl, "--key", `pro=${keys.pro[0]}`, "--only", "spec", "--grep", "create"])
+    expect(outcome.code, outcome.stdout).toBe(0)
+    expect(outcome.stdout).not.toContain("extension")
+  })
+
+  it("exits 2 with a clear message without a base URL", async () => {
+    const outcome = await conformance([])
+    expect(outcome.code).toBe(2)
+    expect(outcome.stdout + outcome.stderr).toContain("base-url")
+  })
+
+  it("exits 2 for a --key that is not PLAN=KEY", async () => {
+    const outcome = await conformance(["--base-url", "http://127.0.0.1:1/v1", "--key", "gold=abc"])
+    expect(outcome.code).toBe(2)
+    expect(outcome.stderr).toContain("--key takes PLAN=KEY with PLAN one of free, pro, business, enterprise, not \"gold=abc\"")
+  })
+
+  it("exits 2 when the base URL does not answer", async () => {
+    const probe = createServer().listen(0, "127.0.0.1")
+    await once(probe, "listening")
+    const { port } = probe.address() as { port: number }
+    probe.close()
+    await once(probe, "close")
+    const outcome = await conformance(["--base-url", `http://127.0.0.1:${port}/v1`])
+    expect(outcome.code).toBe(2)
+    expect(outcome.stderr).toContain(`cannot reach http://127.0.0.1:${port}/v1: ECONNREFUSED`)
+  })
+})

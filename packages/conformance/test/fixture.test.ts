@@ -1,0 +1,129 @@
+import { once } from "node:events"
+import { createServer } from "node:net"
+import { describe, expect, it, onTestFinished } from "vitest"
+import { InvalidOptions, runSuite, Unreachable } from "../src/index.ts"
+import { startFixture } from "./fixture/server.ts"
+import { failures, idsWith, keysOf } from "./support/keys.ts"
+
+const start = async (options: Parameters<typeof startFixture>[0] = {}) => {
+  const fixture = await startFixture({ recoverySeconds: 1, ...options })
+  onTestFinished(() => fixture.close())
+  return fixture
+}
+
+const DAILY_CHECKS = ["free", "pro", "business", "enterprise"].flatMap((plan) => [`${plan}.daily`, `${plan}.daily-details`])
+
+describe("the suite against the fault-free fixture", () => {
+  it("passes every check with keys of every plan, and never sends with a key before its Retry-After has passed", async () => {
+    const fixture = await start()
+    const result = await runSuite({
+      baseUrl: fixture.baseUrl,
+      keys: keysOf(fixture, { free: 2, pro: 2, business: 2, enterprise: 2 })
+    })
+    expect(failures(result)).toEqual([])
+    // Only the daily checks wait for --daily.
+    expect(idsWith(result, "skip").sort()).toEqual([...DAILY_CHECKS].sort())
+    expect(result.summary.passed).toBeGreaterThan(80)
+    expect(fixture.earlyRetries()).toBe(0)
+    for (const plan of ["free", "pro", "business", "enterprise"]) {
+      expect(idsWith(result, "pass")).toEqual(expect.arrayContaining([`${plan}.burst`, `${plan}.recovery`]))
+    }
+  })
+
+  it("with --only spec runs only the checks the spec mandates, and they pass", async () => {
+    const fixture = await start()
+    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2, pro: 1 }), only: "spec" })
+    expect(failures(result)).toEqual([])
+    expect(result.results.every((check) => check.tag === "spec")).toBe(true)
+    expect(idsWith(result, "pass")).toEqual(expect.arrayContaining(["pets.create", "auth.getPet.unknown", "free.burst", "headers.present"]))
+  })
+
+  it("passes --only spec against a server without the README's GET /v1/rate_limit, reading enterprise limits from the headers", async () => {
+    const fixture = await start({ rateLimitEndpoint: false })
+    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 1, enterprise: 1 }), only: "spec" })
+    expect(failures(result)).toEqual([])
+    expect(idsWith(result, "pass")).toEqual(expect.arrayContaining(["free.burst", "enterprise.limit", "enterprise.burst", "enterprise.recovery"]))
+    expect(result.results.find((check) => check.id === "enterprise.daily")?.reason).toContain("daily limit is unknown")
+  })
+
+  it("uses a plan's only key for the general checks first and spends its window last", async () => {
+    const fixture = await start()
+    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { business: 1 }) })
+    expect(failures(result)).toEqual([])
+    expect(idsWith(result, "pass")).toEqual(expect.arrayContaining(["pets.list-limit-100", "business.burst", "business.recovery"]))
+    expect(fixture.earlyRetries()).toBe(0)
+  })
+
+  it("reports the checks of plans without a key as skipped, saying which key to give", async () => {
+    const fixture = await start()
+    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { pro: 1 }), grep: "free." })
+    expect(result.results.length).toBeGreaterThan(5)
+    for (const check of result.results) {
+      expect(check.status).toBe("skip")
+      expect(check.reason).toContain("--key free=KEY or CONFORMANCE_KEY_FREE")
+    }
+  })
+
+  it("with --grep runs only the matching checks, and first the checks they build on", async () => {
+    const fixture = await start()
+    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2 }), grep: "free.recovery" })
+    expect(result.results.map((check) => check.id)).toEqual(["free.recovery"])
+    expect(result.results[0]!.status).toBe("pass")
+    expect(result.summary).toEqual({ passed: 1, failed: 0, skipped: 0 })
+  })
+
+  it("counts a burst that straddles a window boundary against the window each answer reports", async () => {
+    let offset = 0
+    let requests = 0
+    // Halfway through the burst the fixture's clock moves past the end of every window.
+    const fixture = await start({
+      clock: () => Date.now() + offset,
+      onRequest: () => {
+        if (++requests === 30) offset += 61_000
+      }
+    })
+    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2 }), grep: "free.burst", only: "spec" })
+    expect(failures(result)).toEqual([])
+    expect(idsWith(result, "pass")).toEqual(["free.burst"])
+    expect(fixture.windowsOpened(fixture.keys.free[1]!)).toBe(2)
+  })
+
+  it("with --daily paces requests under the minute quota until the daily quota binds", async () => {
+    const fixture = await start({ minuteSeconds: 2, enterpriseLimits: { perMinute: 5, perDay: 12 } })
+    const progress: Array<string> = []
+    const result = await runSuite({
+      baseUrl: fixture.baseUrl,
+      keys: keysOf(fixture, { enterprise: 3 }),
+      grep: "daily",
+      daily: true,
+      onProgress: (line) => progress.push(line)
+    })
+    expect(failures(result)).toEqual([])
+    expect(idsWith(result, "pass")).toEqual(["enterprise.daily", "enterprise.daily-details"])
+    // Paced, not refused: 12 requests at 5 a window take three windows and no minute 429.
+    expect(fixture.earlyRetries()).toBe(0)
+    expect(progress.some((line) => line.includes("next window"))).toBe(true)
+  })
+})
+
+describe("runSuite refuses to start", () => {
+  it("with Unreachable when nothing answers at the base URL", async () => {
+    const probe = createServer().listen(0, "127.0.0.1")
+    await once(probe, "listening")
+    const { port } = probe.address() as { port: number }
+    probe.close()
+    await once(probe, "close")
+    await expect(runSuite({ baseUrl: `http://127.0.0.1:${port}/v1` })).rejects.toBeInstanceOf(Unreachable)
+  })
+
+  it("with InvalidOptions for a base URL without /v1 whose /pets is 404", async () => {
+    const fixture = await start()
+    const error = await runSuite({ baseUrl: fixture.baseUrl.replace(/\/v1$/, "") }).catch((error: unknown) => error)
+    expect(error).toBeInstanceOf(InvalidOptions)
+    expect((error as InvalidOptions).message).toContain("the base URL must include the version segment")
+  })
+
+  it("with InvalidOptions for a base URL that is not http(s)", async () => {
+    await expect(runSuite({ baseUrl: "ftp://example.com/v1" })).rejects.toBeInstanceOf(InvalidOptions)
+  })
+})

@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest"
+import { runSuite } from "../../src/index.ts"
+import { DEFAULT_KEYS, DEVIATIONS } from "../fixture/deviations.ts"
+import { startFixture } from "../fixture/server.ts"
+import { idsWith, keysOf } from "./keys.ts"
+
+/** Runs the whole suite against a fixture with each deviation, all at once, and expects a named check to fail. */
+export const catchesEach = (deviations: ReadonlyArray<(typeof DEVIATIONS)[number]>) =>
+  describe.concurrent("the suite catches each deviation", () => {
+    it.each(deviations)("$name: $description", async (deviation) => {
+      const daily = "daily" in deviation
+      const fixture = await startFixture({
+        deviation: deviation.name,
+        recoverySeconds: 1,
+        ...(daily ? { minuteSeconds: 2, enterpriseLimits: { perMinute: 5, perDay: 12 } } : {})
+      })
+      try {
+        const result = await runSuite({
+          baseUrl: fixture.baseUrl,
+          keys: keysOf(fixture, "keys" in deviation ? deviation.keys : DEFAULT_KEYS),
+          ...(daily ? { daily: true, grep: "daily" } : {})
+        })
+        const failed = idsWith(result, "fail")
+        const caught = deviation.caughtBy.filter((id) => failed.includes(id))
+        expect(caught, `expected one of ${deviation.caughtBy.join(", ")} to fail; failed: ${failed.join(", ") || "none"}`)
+          .not.toHaveLength(0)
+      } finally {
+        await fixture.close()
+      }
+    })
+  })
+
+/** The deviations about pets, validation, authentication and error bodies; the others are about headers, quotas and extensions. */
+export const isAboutResources = (deviation: (typeof DEVIATIONS)[number]) =>
+  deviation.caughtBy.every((id) => /^(pets|validation|auth|errors)\./.test(id))

@@ -1,0 +1,31 @@
+import { afterAll, beforeAll, expect, it } from "vitest"
+import { type Plan, runSuite } from "../../src/index.ts"
+import { failures, idsWith } from "./keys.ts"
+import { type RealServer, startRealServer } from "./realServer.ts"
+
+/**
+ * The whole suite against the real server with two keys of every plan, the
+ * second set aside to spend its windows while the general checks run: every
+ * check passes, only the daily ones (which need --daily) are skipped.
+ */
+export const conformsOn = (backend: "pglite" | "postgres") => {
+  let server: RealServer | undefined
+  beforeAll(async () => {
+    server = await startRealServer(backend)
+  })
+  afterAll(() => server?.stop())
+
+  it("passes every check of the suite with keys of every plan", async () => {
+    const keys: Partial<Record<Plan, Array<string>>> = {}
+    for (const plan of ["free", "pro", "business"] as const) {
+      keys[plan] = [await server!.createKey(plan), await server!.createKey(plan)]
+    }
+    const limits = { perMinute: 120, perDay: 5_000 }
+    keys.enterprise = [await server!.createKey("enterprise", limits), await server!.createKey("enterprise", limits)]
+
+    const result = await runSuite({ baseUrl: server!.baseUrl, keys })
+    expect(failures(result), server!.output()).toEqual([])
+    expect(idsWith(result, "skip").every((id) => id.endsWith(".daily") || id.endsWith(".daily-details"))).toBe(true)
+    expect(result.summary.passed).toBeGreaterThan(80)
+  })
+}
