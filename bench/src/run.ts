@@ -163,13 +163,25 @@ const main = async () => {
 
     const effectVersion = JSON.parse(readFileSync(fileURLToPath(new URL("../../node_modules/.pnpm/node_modules/effect/package.json", import.meta.url)), "utf8")).version
     const autocannonVersion = JSON.parse(readFileSync(fileURLToPath(new URL("../node_modules/autocannon/package.json", import.meta.url)), "utf8")).version
-    writeFileSync(resultsFile, report({ results, pgVersion, effectVersion, autocannonVersion, soakSamples }))
+    writeFileSync(resultsFile, report({ results, pgVersion, effectVersion, autocannonVersion, soakSamples }) + keptAnalysis())
     console.log(`wrote ${resultsFile}`)
     await db.end()
   } finally {
     for (const target of started) await target.stop().catch(() => {})
     await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
     await admin.end()
+  }
+}
+
+/** The hand-written analysis below this marker in RESULTS.md survives a new run; the tables above it are replaced. */
+const ANALYSIS_MARKER = "<!-- analysis: kept across runs -->"
+const keptAnalysis = () => {
+  try {
+    const previous = readFileSync(resultsFile, "utf8")
+    const at = previous.indexOf(ANALYSIS_MARKER)
+    return at === -1 ? `\n${ANALYSIS_MARKER}\n` : `\n${previous.slice(at)}`
+  } catch {
+    return `\n${ANALYSIS_MARKER}\n`
   }
 }
 
@@ -221,6 +233,22 @@ const report = (input: {
     const floor = get(`floor ${endpoint}`)
     lines.push(row(`floor ${endpoint}`, floor), row(`server ${endpoint}`, get(`server ${endpoint}`), floor))
   }
+  const ratio = (endpoint: Endpoint) => perCpuSecond(get(`server ${endpoint}`)) / perCpuSecond(get(`floor ${endpoint}`))
+  const verdict = (met: boolean) => met ? "met" : "missed"
+  lines.push(
+    "",
+    "### Against the targets",
+    "",
+    ...(["list", "create"] as const).map((endpoint) =>
+      `- Requests per server CPU-second, ${endpoint === "list" ? "GET /v1/pets?limit=20" : "POST /v1/pets"}: ` +
+      `${ratio(endpoint).toFixed(2)}× the floor against a target of at least 1.00×: ${verdict(ratio(endpoint) >= 1)}` +
+      (ratio(endpoint) >= 1 ? "." : ` by ${((1 - ratio(endpoint)) * 100).toFixed(0)}%.`)
+    ),
+    ...endpoints.map((endpoint) => {
+      const p99 = get(`server ${endpoint}`).p99
+      return `- p99 of the server, ${endpoint}, at ${CONNECTIONS} connections: ${p99} ms against a target of at most 25 ms: ${verdict(p99 <= 25)}.`
+    })
+  )
   lines.push("", "## In-memory quota store", "", "| target | req per CPU-s | vs floor | req/s | p50 ms | p99 ms | non-2xx |", "| --- | --- | --- | --- | --- | --- | --- |")
   for (const endpoint of endpoints) lines.push(row(`memory ${endpoint}`, get(`memory ${endpoint}`), get(`floor ${endpoint}`)))
   lines.push("", "## WORKERS=2 against WORKERS=1 (GET /v1/pets?limit=20)", "", "CPU of WORKERS=2 counts the primary and both workers.", "", "| target | req per CPU-s | vs WORKERS=1 | req/s | p50 ms | p99 ms | non-2xx |", "| --- | --- | --- | --- | --- | --- | --- |")
