@@ -34,7 +34,7 @@ afterEach(async () => {
 })
 
 /** A fresh database behind a proxy, a server process on it, and a live key already used (and cached). */
-const setUp = async () => {
+const setUp = async (env: Record<string, string> = {}) => {
   const database: TestDatabase = await createTestDatabase(postgresAdminUrl!)
   cleanup.push(() => database.drop())
   const target = new URL(database.url)
@@ -43,7 +43,7 @@ const setUp = async () => {
   const throughProxy = new URL(database.url)
   throughProxy.hostname = "127.0.0.1"
   throughProxy.port = String(proxy.port)
-  const started: StartedProcess = await startServerProcess({ DATABASE_URL: throughProxy.toString() })
+  const started: StartedProcess = await startServerProcess({ DATABASE_URL: throughProxy.toString(), ...env })
   cleanup.push(() => started.server.stop())
   // Runs first: connections held in a blackhole are let go, so the server stops promptly.
   cleanup.push(() => proxy.resume())
@@ -145,6 +145,28 @@ describe.runIf(postgresAdminUrl !== undefined)("database outage seen from a serv
     // … and once the key cache has expired (authentication needs it too): still bounded, still 503.
     await keyCacheExpired()
     await expectOutageAnswers(started, key)
+    await expectRecovery(proxy, started, key)
+  }, 60_000)
+
+  it("with the in-memory quota store, the handlers' own 503s carry Retry-After too", async () => {
+    // The key is cached and quota needs no database, so the failure surfaces in the handlers' queries.
+    const { proxy, started, key } = await setUp({ QUOTA_STORE: "memory" })
+    await proxy.cut("refuse")
+    const auth = { authorization: `Bearer ${key}` }
+    const answers = await Promise.all([
+      timed(`${started.origin}/v1/pets?limit=5`, { headers: auth }),
+      timed(`${started.origin}/v1/pets/1`, { headers: auth }),
+      timed(`${started.origin}/v1/pets`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ name: "During the outage", categoryId: 1 })
+      })
+    ])
+    for (const answer of answers) {
+      expect(answer.status, answer.text).toBe(503)
+      expect(answer.body).toEqual({ code: "service_unavailable", status: 503, message: expect.any(String) })
+      expect(answer.headers.get("retry-after")).toMatch(/^[1-9][0-9]*$/)
+    }
     await expectRecovery(proxy, started, key)
   }, 60_000)
 

@@ -6,7 +6,7 @@ import { RequestCaller } from "../auth/ApiKeyAuth.ts"
 import { ApiKeys } from "../auth/ApiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { Quota, type QuotaDecision, RequestQuota } from "../quota/Quota.ts"
-import { errorResponse, renderCause } from "./errors.ts"
+import { errorResponse, renderCause, SERVICE_UNAVAILABLE_RETRY_SECONDS } from "./errors.ts"
 import { rateLimitHeaders, retryAfterSeconds } from "./rateLimitHeaders.ts"
 import { CurrentRequestFacts } from "./requestLog.ts"
 import { recordQuotaRefusal } from "../observability/metrics.ts"
@@ -100,10 +100,14 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
       answerEveryFailure,
       Effect.flatMap((response) =>
         HttpRouter.RouteContext.useSync(({ route }) =>
-          HttpServerResponse.setHeaders(
-            response,
-            deprecated.has(route.path) ? { ...v1ResponseHeaders, ...deprecationHeaders } : v1ResponseHeaders
-          )
+          HttpServerResponse.setHeaders(response, {
+            ...v1ResponseHeaders,
+            ...(deprecated.has(route.path) ? deprecationHeaders : {}),
+            // A 503 raised by a handler (the database failed mid-request) asks for the same wait as one raised here.
+            ...(response.status === 503 && response.headers["retry-after"] === undefined
+              ? { "retry-after": String(SERVICE_UNAVAILABLE_RETRY_SECONDS) }
+              : {})
+          })
         )
       )
     )
