@@ -66,9 +66,13 @@ export class Pets extends Context.Service<Pets, {
     Effect.gen(function*() {
       const db = yield* Database
 
-      // One page per query, in id order; a row more than asked tells whether another page follows.
+      // One page per distinct query of the batch, in id order; requests asking the same share it (same
+      // statement, same snapshot). A row more than asked tells whether another page follows.
       const listTogether = RequestResolver.make<ListPets>((entries) => {
-        const queries = entries.map((entry) => entry.request.query)
+        const keyOf = (q: PageQuery) => `${q.limit} ${q.status ?? ""} ${q.after}`
+        const distinct = new Map<string, PageQuery>()
+        for (const entry of entries) distinct.set(keyOf(entry.request.query), entry.request.query)
+        const queries = [...distinct.values()]
         return db.query<PetRow & { readonly ordinal: number }>(sql`
           SELECT q.ordinal::integer AS ordinal, p.id, p.name, p.category_id, p.status
           FROM unnest(${arrayLiteral(queries.map((q) => q.limit + 1))}::integer[],
@@ -84,17 +88,17 @@ export class Pets extends Context.Service<Pets, {
           Effect.match({
             onFailure: failAll(entries),
             onSuccess: (rows) => {
-              const pages = entries.map(() => [] as Array<PetRow>)
-              for (const row of rows) pages[row.ordinal - 1]!.push(row)
-              entries.forEach((entry, index) => {
-                const rowsOfPage = pages[index]!
-                const { limit } = entry.request.query
-                const shown = rowsOfPage.slice(0, limit)
-                entry.completeUnsafe(Exit.succeed({
+              const rowsOf = queries.map(() => [] as Array<PetRow>)
+              for (const row of rows) rowsOf[row.ordinal - 1]!.push(row)
+              const pages = new Map(queries.map((query, index) => {
+                const shown = rowsOf[index]!.slice(0, query.limit)
+                const page: PetPage = {
                   pets: shown.map(toPet),
-                  nextAfter: rowsOfPage.length > limit ? Option.some(shown.at(-1)!.id) : Option.none()
-                }))
-              })
+                  nextAfter: rowsOf[index]!.length > query.limit ? Option.some(shown.at(-1)!.id) : Option.none()
+                }
+                return [keyOf(query), page] as const
+              }))
+              for (const entry of entries) entry.completeUnsafe(Exit.succeed(pages.get(keyOf(entry.request.query))!))
             }
           })
         )
