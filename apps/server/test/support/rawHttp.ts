@@ -30,12 +30,17 @@ export const rawRequest = (origin: string, options: RawRequest): Promise<RawAnsw
   new Promise((resolve, reject) => {
     const { hostname, port } = new URL(origin)
     const timeout = options.timeout ?? 10_000
+    const headers: Record<string, string> = { ...options.headers }
+    const framed = Object.keys(headers).some((name) => /^(content-length|transfer-encoding)$/i.test(name))
+    // Node's client does not chunk a GET, HEAD or DELETE body: unframed, its bytes would read as a second
+    // request (and Node would answer that with its own bare 400). The hostile part is the body, not the framing.
+    if (options.body !== undefined && !framed) headers["content-length"] = String(Buffer.byteLength(options.body))
     const req = request({
       host: hostname,
       port: Number(port),
       method: options.method,
       path: options.path,
-      headers: options.headers ?? {},
+      headers,
       agent: false,
       // Our own client must not refuse to send the hostile request it was asked to send.
       insecureHTTPParser: true
