@@ -1,21 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { freePort, type ServerProcess, spawnServer } from "./support/process.ts"
+import { ADMIN_TOKEN, startServerProcess } from "./support/serverProcess.ts"
 
-const ADMIN_TOKEN = "test-admin-token-not-a-secret"
 let server: ServerProcess
 let origin: string
 let admin: string
 
 beforeAll(async () => {
-  const [port, adminPort] = [await freePort(), await freePort()]
-  server = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), ADMIN_TOKEN, DATA_DIR: ":memory:", LOG_LEVEL: "Info" })
-  origin = `http://127.0.0.1:${port}`
-  admin = `http://127.0.0.1:${adminPort}`
-  for (let attempt = 0; attempt < 300; attempt++) {
-    if (await fetch(`${origin}/healthz`).then((r) => r.ok, () => false)) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(server.output())
+  ;({ server, origin, admin } = await startServerProcess({ DATA_DIR: ":memory:", LOG_LEVEL: "Info" }))
 }, 30_000)
 afterAll(() => server?.stop())
 

@@ -1,25 +1,15 @@
 import { once } from "node:events"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, type ServerProcess, spawnServer } from "./support/process.ts"
+import type { ServerProcess } from "./support/process.ts"
+import { startServerProcess } from "./support/serverProcess.ts"
 
 let server: ServerProcess
 let port: number
 
 beforeAll(async () => {
-  port = await freePort()
-  server = spawnServer({
-    PORT: String(port),
-    DATA_DIR: ":memory:",
-    LOG_LEVEL: "Info",
-    ADMIN_TOKEN: "test-admin-token-not-a-secret",
-    ADMIN_PORT: String(await freePort())
-  })
-  for (let attempt = 0; attempt < 300; attempt++) {
-    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error(server.output())
+  // HOST unset: the public listener on all interfaces, the admin one on its loopback default.
+  ;({ server, port } = await startServerProcess({ DATA_DIR: ":memory:", LOG_LEVEL: "Info", HOST: "0.0.0.0" }))
 }, 30_000)
 afterAll(() => server?.stop())
 

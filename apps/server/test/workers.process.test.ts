@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { createTestDatabase, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
 import { freePort, type ServerProcess, spawnServer } from "./support/process.ts"
+import { ADMIN_TOKEN, startServerProcess } from "./support/serverProcess.ts"
 
-const ADMIN_TOKEN = "test-admin-token-not-a-secret"
 const running: Array<ServerProcess> = []
 const databases: Array<TestDatabase> = []
 
@@ -11,18 +11,11 @@ afterAll(async () => {
   await Promise.all(databases.map((database) => database.drop()))
 })
 
-/** Starts a server process and waits until it answers. */
+/** Starts a server process, waits until it is ready, and stops it after the file. */
 const start = async (env: Record<string, string>) => {
-  const [port, adminPort] = [await freePort(), await freePort()]
-  const server = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), ADMIN_TOKEN, ...env })
-  running.push(server)
-  for (let attempt = 0; attempt < 300; attempt++) {
-    const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false)
-    if (ready) return { origin: `http://127.0.0.1:${port}`, admin: `http://127.0.0.1:${adminPort}`, server }
-    if (server.child.exitCode !== null) break
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  throw new Error(`the server did not start:\n${server.output()}`)
+  const started = await startServerProcess(env)
+  running.push(started.server)
+  return started
 }
 
 const createFreeKey = async (admin: string) => {
