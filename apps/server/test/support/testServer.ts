@@ -1,9 +1,10 @@
 import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { AppConfig, type AppConfigValues } from "../../src/config.ts"
 import { ListenAddresses, ServerLive } from "../../src/server.ts"
+import { ADMIN_TOKEN } from "@petstore/test-support"
 import { createTestDatabase, postgresAdminUrl } from "./databases.ts"
 
-export const ADMIN_TOKEN = "test-admin-token-not-a-secret"
+export { ADMIN_TOKEN }
 
 export interface RunningServer {
   readonly baseUrl: string

@@ -1,0 +1,29 @@
+import { randomBytes } from "node:crypto"
+import postgres from "postgres"
+
+/**
+ * The PostgreSQL server tests may use, from `DATABASE_URL`. Each suite makes a
+ * database of its own there and drops it afterwards; the server itself is never touched.
+ */
+export const postgresAdminUrl: string | undefined = process.env.DATABASE_URL
+
+export interface TestDatabase {
+  readonly url: string
+  readonly drop: () => Promise<void>
+}
+
+/** A new, empty database beside the one `adminUrl` names. */
+export const createTestDatabase = async (adminUrl: string, prefix = "petstore_test"): Promise<TestDatabase> => {
+  const name = `${prefix}_${randomBytes(6).toString("hex")}`
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
+  await admin.unsafe(`CREATE DATABASE ${name}`)
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    drop: async () => {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await admin.end()
+    }
+  }
+}

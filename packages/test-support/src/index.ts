@@ -1,0 +1,5 @@
+export * from "./databases.ts"
+export * from "./keys.ts"
+export * from "./ports.ts"
+export * from "./serverProcess.ts"
+export * from "./tools.ts"

@@ -1,0 +1,123 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { once } from "node:events"
+import { createRequire } from "node:module"
+import { join } from "node:path"
+import { ADMIN_TOKEN, createKey, type CreatedTestKey } from "./keys.ts"
+import { freePort } from "./ports.ts"
+import type { Plan, QuotaLimits } from "@petstore/contract"
+
+/**
+ * The server's entry point, reached through its package (`@petstore/server/main`)
+ * from the package whose tests run (their working directory). Resolved from
+ * there because this package cannot depend on the server, whose tests depend on it.
+ */
+export const serverEntry = (): string => createRequire(join(process.cwd(), "package.json")).resolve("@petstore/server/main")
+
+export interface ServerProcess {
+  readonly child: ChildProcess
+  readonly output: () => string
+  readonly stop: () => Promise<void>
+}
+
+/** The server as operators run it: its own process, configured by environment. */
+export const spawnServer = (env: Record<string, string>, entry: string = serverEntry()): ServerProcess => {
+  const child = spawn(process.execPath, [entry], {
+    env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "Warn", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout!.on("data", (chunk) => (output += chunk))
+  child.stderr!.on("data", (chunk) => (output += chunk))
+  return {
+    child,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      const exited = once(child, "exit")
+      child.kill("SIGTERM")
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+      await exited
+      clearTimeout(timer)
+    }
+  }
+}
+
+export interface StartedProcess {
+  readonly server: ServerProcess
+  readonly port: number
+  readonly origin: string
+  readonly admin: string
+  /** A new API key through the admin API of this process. */
+  readonly createKey: (plan: Plan, limits?: QuotaLimits) => Promise<string>
+  /** The same, with the key's id. */
+  readonly createKeyWithId: (plan: Plan, limits?: QuotaLimits) => Promise<CreatedTestKey>
+}
+
+/**
+ * Spawns a real server process on free ports with an admin listener and waits,
+ * within `timeoutMs`, until `/readyz` answers 200. Throws with the process's
+ * output when it exits or does not become ready.
+ */
+export const startServerProcess = async (
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+  entry: string = serverEntry()
+): Promise<StartedProcess> => {
+  const [port, adminPort] = [await freePort(), await freePort()]
+  const server = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), ADMIN_TOKEN, HOST: "127.0.0.1", ...env }, entry)
+  const origin = `http://127.0.0.1:${port}`
+  const admin = `http://127.0.0.1:${adminPort}`
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (server.child.exitCode !== null || server.child.signalCode !== null) {
+      throw new Error(`the server exited (${server.child.exitCode ?? server.child.signalCode}) before it was ready:\n${server.output()}`)
+    }
+    const ready = await fetch(`${origin}/readyz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false)
+    if (ready) {
+      const withId = (plan: Plan, limits?: QuotaLimits) => createKey(admin, plan, limits)
+      return {
+        server,
+        port,
+        origin,
+        admin,
+        createKeyWithId: withId,
+        createKey: async (plan, limits) => (await withId(plan, limits)).key
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  await server.stop()
+  throw new Error(`the server was not ready within ${timeoutMs} ms:\n${server.output()}`)
+}
+
+/** Resolves with the exit code and signal, or with undefined if the process is still running after `timeoutMs`. */
+export const waitForExit = (
+  child: ChildProcess,
+  timeoutMs: number
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number } | undefined> => {
+  const started = Date.now()
+  if (child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode, afterMs: 0 })
+  }
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      child.off("exit", onExit)
+      resolve(undefined)
+    }, timeoutMs)
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+      clearTimeout(timer)
+      resolve({ code, signal, afterMs: Date.now() - started })
+    }
+    child.once("exit", onExit)
+  })
+}
+
+/** Polls `check` every `intervalMs` until it returns true or `timeoutMs` passes; returns whether it did. */
+export const eventually = async (check: () => Promise<boolean> | boolean, timeoutMs: number, intervalMs = 50) => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (await check()) return true
+    if (Date.now() >= deadline) return false
+    await new Promise((resolve) => setTimeout(resolve, intervalMs))
+  }
+}
