@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends } from "./support/databases.ts"
-import { type Answer, bearer, expectError, json, send } from "./support/http.ts"
+import { type Answer, bearer, expectError, json, send, sendRaw } from "./support/http.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 
 describe.each(backends)("pets API on $name", ({ name }) => {
   let server: RunningServer
   let key: string
   const url = (path: string) => `${server.baseUrl}${path}`
+  const origin = () => new URL(server.baseUrl).origin
   const createPet = (body: unknown, headers: Record<string, string> = json(key)) =>
     send(url("/pets"), { method: "POST", headers, body: typeof body === "string" ? body : JSON.stringify(body) })
   const getPets = (query = "") => send(url(`/pets${query}`), { headers: bearer(key) })
@@ -320,6 +321,29 @@ describe.each(backends)("pets API on $name", ({ name }) => {
       expect(answer.headers.get("allow")).toBe(allow)
     })
 
+    // fetch refuses to send TRACE; node:http does, and so do fuzzers.
+    it.each<[string, string, string]>([
+      ["TRACE", "/pets", "GET, POST, HEAD"],
+      ["TRACE", "/pets/1", "GET, HEAD"],
+      ["TRACE", "/rate_limit", "GET, HEAD"],
+      ["PROPFIND", "/pets", "GET, POST, HEAD"]
+    ])("answers %s %s like any other method: 405 and Allow: %s", async (method, path, allow) => {
+      const answer = await sendRaw(origin(), { method, path: `/v1${path}`, headers: bearer(key) })
+      expectError(answer, 405, "method_not_allowed")
+      expect(answer.headers.get("allow")).toBe(allow)
+    })
+
+    it.each(["DELETE", "TRACE"])("answers %s on a known path with the headers of every /v1 answer, with a key or without", async (method) => {
+      for (const headers of [bearer(key), {}]) {
+        const answer = await sendRaw(origin(), { method, path: "/v1/pets", headers })
+        expectError(answer, 405, "method_not_allowed")
+        expect(answer.headers.get("cache-control")).toBe("no-store")
+        expect(answer.headers.get("x-content-type-options")).toBe("nosniff")
+        expect(answer.headers.get("x-ratelimit-limit")).toMatch(/^[1-9][0-9]*$/)
+        expect(answer.headers.get("ratelimit-policy")).not.toBeNull()
+      }
+    })
+
     it("answers HEAD wherever GET is accepted, without a body", async () => {
       const list = await send(url("/pets"), { method: "HEAD", headers: bearer(key) })
       expect(list.status).toBe(200)
@@ -329,9 +353,8 @@ describe.each(backends)("pets API on $name", ({ name }) => {
     })
 
     it("serves health checks without a key", async () => {
-      const origin = server.baseUrl.replace(/\/v1$/, "")
-      expect((await send(`${origin}/healthz`)).status).toBe(200)
-      expect(await send(`${origin}/readyz`)).toMatchObject({ status: 200, body: { status: "ready", store: name } })
+      expect((await send(`${origin()}/healthz`)).status).toBe(200)
+      expect(await send(`${origin()}/readyz`)).toMatchObject({ status: 200, body: { status: "ready", store: name } })
     })
   })
 })

@@ -1,6 +1,7 @@
 import { CostsNoQuota, GET_PET_SUNSET, PetstoreApi } from "@petstore/contract"
 import { Cause, Context, Effect, Option } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { type HttpMethod, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { METHODS } from "node:http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { RequestCaller } from "../auth/ApiKeyAuth.ts"
 import { ApiKeys } from "../auth/ApiKeys.ts"
@@ -116,8 +117,13 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
 /** Route middleware of the admin API: errors nobody declared still get the Error shape. */
 export const adminEdge = HttpRouter.middleware<{ handles: unknown }>()(answerEveryFailure).layer
 
-/** Every method the router dispatches, but HEAD: it falls through to GET, as on the API's own routes. */
-const unmatchedMethods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "QUERY"] as const
+/**
+ * Every method Node's parser accepts (TRACE and WebDAV's among them), so none
+ * escapes the 405 and the /v1 edge, but HEAD, which falls through to GET as on
+ * the API's own routes, and CONNECT, which Node never hands to the router. The
+ * type names fewer methods than Node lets through; the router keys on the string.
+ */
+const unmatchedMethods = METHODS.filter((method) => method !== "HEAD" && method !== "CONNECT") as ReadonlyArray<HttpMethod.HttpMethod>
 
 /**
  * Answers the paths under `prefix` that no endpoint matched: 405 with `Allow`
