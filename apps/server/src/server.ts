@@ -19,8 +19,12 @@ export class ListenAddresses extends Context.Service<ListenAddresses, {
   readonly admin: Option.Option<string>
 }>()("@petstore/server/ListenAddresses") {}
 
-/** Path parameters up to 1,000 characters reach their route (and its validation) instead of the catch-all. */
-const routerConfig = { maxParamLength: 1_000 }
+/**
+ * Path parameters up to 1,000 characters reach their route (and its validation) instead of the catch-all.
+ * Paths match as the contract spells them: `/v1/pets/`, `/v1//pets` and `/v1/PETS` are unknown paths (404),
+ * where the router's defaults would answer them as `/v1/pets`.
+ */
+const routerConfig = { maxParamLength: 1_000, ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, caseSensitive: true }
 
 /**
  * A client gets 10 s to send its headers and 30 s for the whole request, checked

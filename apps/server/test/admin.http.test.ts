@@ -105,4 +105,11 @@ describe.each(backends)("admin API on $name", ({ name }) => {
     expectError(answer, 405, "method_not_allowed")
     expect(answer.headers.get("allow")).toBe("POST, GET, HEAD")
   })
+
+  it.each([["GET", "/keys/"], ["DELETE", "/keys/"], ["PATCH", "/keys/"], ["GET", "/KEYS"], ["DELETE", "//keys/key_0000000000000000"]])(
+    "answers %s /admin%s, a path the contract does not have, with 404",
+    async (method, path) => {
+      expectError(await admin(path, { method, ...(method === "PATCH" ? { body: "{}" } : {}) }), 404, "not_found")
+    }
+  )
 })

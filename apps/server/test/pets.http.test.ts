@@ -321,6 +321,27 @@ describe.each(backends)("pets API on $name", ({ name }) => {
       expect(answer.headers.get("allow")).toBe(allow)
     })
 
+    it.each<[string, string]>([
+      ["GET", "/pets/"],
+      ["POST", "/pets/"],
+      ["DELETE", "/pets/"],
+      ["GET", "/pets/1/"],
+      ["GET", "/rate_limit/"],
+      ["GET", "//pets"],
+      ["GET", "/PETS"],
+      ["GET", "/Pets/1"]
+    ])("answers %s /v1%s, a path the contract does not have, with 404 like any unknown path", async (method, path) => {
+      const answer = await sendRaw(origin(), {
+        method,
+        path: `/v1${path}`,
+        headers: json(key),
+        ...(method === "POST" ? { body: JSON.stringify({ name: "Slash", categoryId: 1 }) } : {})
+      })
+      expectError(answer, 404, "not_found")
+      expect(answer.headers.get("x-ratelimit-limit")).not.toBeNull()
+      expect(answer.headers.get("deprecation")).toBeNull()
+    })
+
     // fetch refuses to send TRACE; node:http does, and so do fuzzers.
     it.each<[string, string, string]>([
       ["TRACE", "/pets", "GET, POST, HEAD"],

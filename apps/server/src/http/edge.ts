@@ -40,6 +40,20 @@ const tooManyRequests = (decision: QuotaDecision) =>
     { "retry-after": String(retryAfterSeconds(decision)) }
   )
 
+/** The path as sent, without its query. */
+const requestPath = (request: HttpServerRequest.HttpServerRequest) => request.url.split("?")[0]!
+
+const noOperation = (request: HttpServerRequest.HttpServerRequest) =>
+  errorResponse({ code: "not_found", status: 404, message: `No operation at ${request.method} ${requestPath(request)}` })
+
+/**
+ * The router gives a parameter an empty segment (`/v1/pets/` matches
+ * `/v1/pets/:petId`), but the contract has no such path: it is answered as an
+ * unknown path, not as an invalid parameter.
+ */
+const emptyParameter = (params: Readonly<Record<string, string | undefined>>) =>
+  Object.entries(params).some(([name, value]) => name !== "*" && value === "")
+
 /** `X-Forwarded-For` names the client only behind a proxy the operator trusts (`TRUST_PROXY`). */
 const clientAddress = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean) => {
   const forwarded = trustProxy ? request.headers["x-forwarded-for"]?.split(",")[0]?.trim() : undefined
@@ -66,16 +80,17 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
   return (httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const { route } = yield* HttpRouter.RouteContext
+      const { params, route } = yield* HttpRouter.RouteContext
+      const unknownPath = emptyParameter(params)
       const facts = yield* CurrentRequestFacts
-      facts.route = route.path
+      facts.route = unknownPath ? "/v1/*" : route.path
       const key = yield* Effect.flatMap(bearerCredential, apiKeys.authenticate)
       if (Option.isSome(key)) Object.assign(facts, { keyId: key.value.id, plan: key.value.plan })
       const subject = Option.match(key, {
         onSome: quota.keySubject,
         onNone: () => quota.addressSubject(clientAddress(request, trustProxy))
       })
-      const costsNothing = Option.isSome(key) && free.has(route.path)
+      const costsNothing = Option.isSome(key) && !unknownPath && free.has(route.path)
       const decision = yield* (costsNothing ? quota.peek(subject) : quota.admit(subject))
       const refused = costsNothing ? Option.isSome(decision.bannedUntil) : !decision.admitted
       facts.quota = Option.isSome(decision.bannedUntil)
@@ -91,7 +106,7 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
           Option.isSome(decision.bannedUntil) ? "api_key_banned" : "rate_limited"
         )
       }
-      const response = refused ? tooManyRequests(decision) : yield* httpEffect.pipe(
+      const response = refused ? tooManyRequests(decision) : yield* (unknownPath ? Effect.succeed(noOperation(request)) : httpEffect).pipe(
         Effect.provideService(RequestCaller, key),
         Effect.provideService(RequestQuota, Option.some(decision)),
         answerEveryFailure
@@ -100,10 +115,10 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
     }).pipe(
       answerEveryFailure,
       Effect.flatMap((response) =>
-        HttpRouter.RouteContext.useSync(({ route }) =>
+        HttpRouter.RouteContext.useSync(({ params, route }) =>
           HttpServerResponse.setHeaders(response, {
             ...v1ResponseHeaders,
-            ...(deprecated.has(route.path) ? deprecationHeaders : {}),
+            ...(deprecated.has(route.path) && !emptyParameter(params) ? deprecationHeaders : {}),
             // A 503 raised by a handler (the database failed mid-request) asks for the same wait as one raised here.
             ...(response.status === 503 && response.headers["retry-after"] === undefined
               ? { "retry-after": String(SERVICE_UNAVAILABLE_RETRY_SECONDS) }
@@ -115,7 +130,12 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
 })).layer
 
 /** Route middleware of the admin API: errors nobody declared still get the Error shape. */
-export const adminEdge = HttpRouter.middleware<{ handles: unknown }>()(answerEveryFailure).layer
+export const adminEdge = HttpRouter.middleware<{ handles: unknown }>()((httpEffect) =>
+  Effect.flatMap(
+    HttpRouter.RouteContext,
+    ({ params }) => emptyParameter(params) ? HttpServerRequest.HttpServerRequest.useSync(noOperation) : answerEveryFailure(httpEffect)
+  )
+).layer
 
 /**
  * Every method Node's parser accepts (TRACE and WebDAV's among them), so none
@@ -133,7 +153,7 @@ const unmatchedMethods = METHODS.filter((method) => method !== "HEAD" && method 
 export const unmatchedRoutes = (api: ApiRoutes, prefix: `/${string}`) => {
   const table = routeTable(api)
   const answer = (request: HttpServerRequest.HttpServerRequest) => {
-    const path = request.url.split("?")[0]!
+    const path = requestPath(request)
     const allow = allowedMethods(table, path)
     return Effect.succeed(
       allow.length > 0 && !allow.includes(request.method)
@@ -141,7 +161,7 @@ export const unmatchedRoutes = (api: ApiRoutes, prefix: `/${string}`) => {
           { code: "method_not_allowed", status: 405, message: `${request.method} is not allowed on ${path}; use ${allow.join(", ")}` },
           { allow: allow.join(", ") }
         )
-        : errorResponse({ code: "not_found", status: 404, message: `No operation at ${request.method} ${path}` })
+        : noOperation(request)
     )
   }
   return HttpRouter.addAll(unmatchedMethods.map((method) => HttpRouter.route(method, `${prefix}/*`, answer)))
