@@ -266,21 +266,34 @@ describe.each(backends)("pets API on $name", ({ name }) => {
     const operations: ReadonlyArray<[string, string, RequestInit]> = [
       ["listPets", "/pets", {}],
       ["createPet", "/pets", { method: "POST", body: JSON.stringify({ name: "Rex", categoryId: 1 }) }],
-      ["getPet", "/pets/1", {}]
+      ["getPet", "/pets/1", {}],
+      ["rateLimit", "/rate_limit", {}]
     ]
 
-    it.each(operations)("%s answers 401 without an Authorization header", async (_, path, init) => {
-      expectError(await send(url(path), { ...init, headers: { "content-type": "application/json" } }), 401, "unauthorized")
+    it.each(operations)("%s answers 401 without an Authorization header, challenging for a bearer token", async (_, path, init) => {
+      const answer = await send(url(path), { ...init, headers: { "content-type": "application/json" } })
+      expectError(answer, 401, "unauthorized")
+      expect(answer.headers.get("www-authenticate")).toBe(`Bearer realm="petstore"`)
     })
 
-    it.each(operations)("%s answers 401 for another scheme", async (_, path, init) => {
+    it.each(operations)("%s answers 401 for another scheme, challenging for a bearer token", async (_, path, init) => {
       const headers = { "content-type": "application/json", authorization: `Basic ${Buffer.from(`user:${key}`).toString("base64")}` }
-      expectError(await send(url(path), { ...init, headers }), 401, "unauthorized")
+      const answer = await send(url(path), { ...init, headers })
+      expectError(answer, 401, "unauthorized")
+      expect(answer.headers.get("www-authenticate")).toBe(`Bearer realm="petstore"`)
     })
 
-    it.each(operations)("%s answers 401 for an unknown key", async (_, path, init) => {
+    it.each(operations)("%s answers 401 for an unknown key, with error=\"invalid_token\"", async (_, path, init) => {
       const headers = { ...json("psk_this-key-does-not-exist-0000000000000000") }
-      expectError(await send(url(path), { ...init, headers }), 401, "unauthorized")
+      const answer = await send(url(path), { ...init, headers })
+      expectError(answer, 401, "unauthorized")
+      expect(answer.headers.get("www-authenticate")).toBe(`Bearer realm="petstore", error="invalid_token"`)
+    })
+
+    it("challenges only a 401: an authenticated answer, a 404 and a 405 carry no WWW-Authenticate", async () => {
+      for (const [path, method] of [["/pets", "GET"], ["/animals", "GET"], ["/pets", "DELETE"]] as const) {
+        expect((await send(url(path), { method, headers: bearer(key) })).headers.get("www-authenticate")).toBeNull()
+      }
     })
 
     it("checks the key before the request's shape", async () => {
@@ -300,7 +313,9 @@ describe.each(backends)("pets API on $name", ({ name }) => {
         headers: { authorization: "Bearer test-admin-token-not-a-secret" }
       })
       expect(deleted.status).toBe(204)
-      expectError(await send(url("/pets"), { headers: bearer(revoked.key) }), 401, "unauthorized")
+      const refused = await send(url("/pets"), { headers: bearer(revoked.key) })
+      expectError(refused, 401, "unauthorized")
+      expect(refused.headers.get("www-authenticate")).toBe(`Bearer realm="petstore", error="invalid_token"`)
     })
   })
 

@@ -3,7 +3,7 @@ import { Cause, Context, Effect, Option } from "effect"
 import { type HttpMethod, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { METHODS } from "node:http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
-import { RequestCaller } from "../auth/ApiKeyAuth.ts"
+import { bearerChallenge, RequestCaller } from "../auth/ApiKeyAuth.ts"
 import { ApiKeys } from "../auth/ApiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { Quota, type QuotaDecision, RequestQuota } from "../quota/Quota.ts"
@@ -84,7 +84,8 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
       const unknownPath = emptyParameter(params)
       const facts = yield* CurrentRequestFacts
       facts.route = unknownPath ? "/v1/*" : route.path
-      const key = yield* Effect.flatMap(bearerCredential, apiKeys.authenticate)
+      const credential = yield* bearerCredential
+      const key = yield* apiKeys.authenticate(credential)
       if (Option.isSome(key)) Object.assign(facts, { keyId: key.value.id, plan: key.value.plan })
       const subject = Option.match(key, {
         onSome: quota.keySubject,
@@ -111,7 +112,10 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
         Effect.provideService(RequestQuota, Option.some(decision)),
         answerEveryFailure
       )
-      return HttpServerResponse.setHeaders(response, rateLimitHeaders(decision))
+      return HttpServerResponse.setHeaders(response, {
+        ...rateLimitHeaders(decision),
+        ...(response.status === 401 ? { "www-authenticate": bearerChallenge("petstore", credential) } : {})
+      })
     }).pipe(
       answerEveryFailure,
       Effect.flatMap((response) =>
@@ -129,11 +133,23 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
     )
 })).layer
 
-/** Route middleware of the admin API: errors nobody declared still get the Error shape. */
+const adminCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
+
+/**
+ * Route middleware of the admin API: errors nobody declared still get the
+ * Error shape, and every 401 (of the keys API and of /metrics) its challenge.
+ */
 export const adminEdge = HttpRouter.middleware<{ handles: unknown }>()((httpEffect) =>
   Effect.flatMap(
     HttpRouter.RouteContext,
     ({ params }) => emptyParameter(params) ? HttpServerRequest.HttpServerRequest.useSync(noOperation) : answerEveryFailure(httpEffect)
+  ).pipe(
+    Effect.flatMap((response) =>
+      response.status === 401
+        ? Effect.map(adminCredential, (credential) =>
+          HttpServerResponse.setHeader(response, "www-authenticate", bearerChallenge("petstore-admin", credential)))
+        : Effect.succeed(response)
+    )
   )
 ).layer
 
