@@ -6,6 +6,7 @@ import { createServer } from "node:http"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, describeConfig } from "./config.ts"
 import { Database } from "./db/Database.ts"
+import { answerClientError } from "./http/clientError.ts"
 import { renderUnrouted } from "./http/errors.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.ts"
@@ -49,7 +50,9 @@ const listen = <E, R>(routes: Layer.Layer<never, E, R>, options: { readonly host
     const handler = Effect.catchCause(router, renderUnrouted)
     const context = yield* Layer.build(
       HttpServer.serve(handler).pipe(
-        Layer.provideMerge(NodeHttpServer.layerServer(() => createServer(slowClientLimits), options))
+        Layer.provideMerge(
+          NodeHttpServer.layerServer(() => createServer(slowClientLimits).on("clientError", answerClientError), options)
+        )
       )
     )
     return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
