@@ -64,7 +64,7 @@ export const options = {
 export function setup() {
   const capacity = verifyKeys(BASE_URL, KEYS);
   warnOnCapacity(capacity, RATE, DURATION.seconds);
-  return { seedIds: seedPets(BASE_URL, KEYS[0] ?? "", envPositiveInt("SEED_PETS", 10)) };
+  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) };
 }
 
 /** @param {{ seedIds: number[] }} data */

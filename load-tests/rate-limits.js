@@ -78,7 +78,7 @@ const KEY_VARIABLES = { free: "API_KEY_FREE", pro: "API_KEY_PRO", business: "API
 
 /** @type {PlanName[]} */
 const PLAN_NAMES = [];
-for (const name of (envString("PLANS") ?? "free,pro,business").split(",")) {
+for (const name of (envString("PLANS") || "free,pro,business").split(",")) {
   const plan = name.trim();
   if (plan === "free" || plan === "pro" || plan === "business") PLAN_NAMES.push(plan);
   else if (plan !== "") throw new Error(`PLANS: unknown plan ${JSON.stringify(plan)} (free, pro, business)`);
@@ -88,7 +88,15 @@ for (const name of (envString("PLANS") ?? "free,pro,business").split(",")) {
 const KEYS = {};
 for (const plan of PLAN_NAMES) KEYS[plan] = requireEnv(KEY_VARIABLES[plan]);
 
-const HONOUR_KEY = HONOUR ? envString("API_KEY_RETRY") ?? (envString("API_KEYS") ?? "").split(",")[0]?.trim() : undefined;
+/** @returns {string | undefined} the honouring client's key: API_KEY_RETRY, else the first of API_KEYS */
+function honourKey() {
+  const own = envString("API_KEY_RETRY");
+  if (own !== undefined) return own;
+  const first = (envString("API_KEYS") || "").split(",")[0];
+  return first === undefined ? undefined : first.trim();
+}
+
+const HONOUR_KEY = HONOUR ? honourKey() : undefined;
 if (HONOUR && (HONOUR_KEY === undefined || HONOUR_KEY === "")) {
   throw new Error("API_KEY_RETRY (or API_KEYS) is required for the honour_retry_after scenario, or set HONOUR=false");
 }
@@ -245,7 +253,7 @@ function errorCode(res) {
  */
 export function setup() {
   /** @type {Array<{ variable: string, key: string, plan: PlanName | undefined }>} */
-  const keys = PLAN_NAMES.map((plan) => ({ variable: KEY_VARIABLES[plan], key: KEYS[plan] ?? "", plan }));
+  const keys = PLAN_NAMES.map((plan) => ({ variable: KEY_VARIABLES[plan], key: KEYS[plan] || "", plan }));
   if (HONOUR_KEY !== undefined) keys.push({ variable: "API_KEY_RETRY", key: HONOUR_KEY, plan: undefined });
   let waitSeconds = 0;
   for (const { variable, key, plan } of keys) {
@@ -274,7 +282,7 @@ export function setup() {
     }
     if (body.minute.remaining !== limit) {
       // Wait for the server's next minute, by the server's own clock.
-      const date = Date.parse(header(res, "Date") ?? "");
+      const date = Date.parse(header(res, "Date") || "");
       const reset = typeof body.minute.reset === "number" ? body.minute.reset : 0;
       const now = isFinite(date) ? date / 1000 : Date.now() / 1000;
       waitSeconds = Math.max(waitSeconds, Math.min(61, reset - now + 1));
@@ -292,7 +300,7 @@ export function quota() {
   const limits = PLANS[plan];
   const layout = windowLayout();
   const res = http.get(`${BASE_URL}/pets?limit=1`, {
-    headers: authHeaders(KEYS[plan] ?? ""),
+    headers: authHeaders(KEYS[plan] || ""),
     tags: { name: "GET /v1/pets?limit=1" }
   });
   const index = windowIndex(res, layout.firstReset);
@@ -324,7 +332,7 @@ export function quota() {
 export function honour() {
   const layout = windowLayout();
   const res = http.get(`${BASE_URL}/pets?limit=1`, {
-    headers: authHeaders(HONOUR_KEY ?? ""),
+    headers: authHeaders(HONOUR_KEY || ""),
     tags: { name: "GET /v1/pets?limit=1" }
   });
   const index = windowIndex(res, layout.firstReset);
@@ -343,5 +351,5 @@ export function honour() {
       (r) => minuteLimitedConsistent(r)
   });
   const left = (exec.scenario.startTime + DURATION.seconds * 1000 - Date.now()) / 1000;
-  sleep(Math.max(0, Math.min(retryAfterSeconds(res) ?? 1, left)));
+  sleep(Math.max(0, Math.min(retryAfterSeconds(res) || 1, left)));
 }

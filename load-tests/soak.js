@@ -50,7 +50,7 @@ const DRIFT_FACTOR = envNumber("DRIFT_FACTOR", 2);
 const DRIFT_MIN_MS = envNumber("DRIFT_MIN_MS", 20);
 const METRICS_URL = envString("METRICS_URL");
 const METRICS_TOKEN = envString("METRICS_TOKEN");
-const RSS_METRIC = envString("RSS_METRIC") ?? "process_resident_memory_bytes";
+const RSS_METRIC = envString("RSS_METRIC") || "process_resident_memory_bytes";
 const SAMPLE_INTERVAL = envNumber("SAMPLE_INTERVAL", 5);
 
 /** Share of late-phase requests slower than their VU's early p95 × DRIFT_FACTOR. */
@@ -104,7 +104,7 @@ function phase() {
 export function setup() {
   const capacity = verifyKeys(BASE_URL, KEYS);
   warnOnCapacity(capacity, RATE, DURATION.seconds);
-  return { seedIds: seedPets(BASE_URL, KEYS[0] ?? "", envPositiveInt("SEED_PETS", 10)) };
+  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) };
 }
 
 /** Per-VU: the early phase's latencies, then the p95 computed from them. */
@@ -148,7 +148,7 @@ export function sampleMemory() {
   const params = METRICS_TOKEN === undefined
     ? { tags: { name: "metrics" } }
     : { tags: { name: "metrics" }, headers: { Authorization: `Bearer ${METRICS_TOKEN}` } };
-  const res = http.get(METRICS_URL ?? "", params);
+  const res = http.get(METRICS_URL || "", params);
   const value = res.status === 200 && typeof res.body === "string" ? metricValue(res.body, RSS_METRIC) : undefined;
   check(res, { [`metrics: ${RSS_METRIC} is exposed`]: () => value !== undefined });
   if (value !== undefined) {

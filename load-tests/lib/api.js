@@ -55,7 +55,7 @@ export function bodyJson(res) {
   if (typeof res.body !== "string" || res.body === "") return undefined;
   try {
     return JSON.parse(res.body);
-  } catch {
+  } catch (_notJson) {
     return undefined;
   }
 }
@@ -137,7 +137,7 @@ export function nextLink(res) {
   if (link === undefined) return undefined;
   for (const part of link.split(",")) {
     const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(part);
-    if (match !== null && /(^|;)\s*rel="?next"?\s*(;|$)/.test(match[2] ?? "")) return match[1];
+    if (match !== null && /(^|;)\s*rel="?next"?\s*(;|$)/.test(match[2] || "")) return match[1];
   }
   return undefined;
 }
