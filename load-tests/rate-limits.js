@@ -3,9 +3,10 @@
  * rate-limits.js — the quotas hold exactly, every 429 is well-formed, and a client that honours
  * Retry-After is never banned.
  *
- *   k6 run -e BASE_URL=http://localhost:8080/v1 \
- *     -e API_KEY_FREE=psk_… -e API_KEY_PRO=psk_… -e API_KEY_BUSINESS=psk_… -e API_KEY_RETRY=psk_… \
- *     load-tests/rate-limits.js
+ *   API_KEY_FREE=psk_… API_KEY_PRO=psk_… API_KEY_BUSINESS=psk_… API_KEY_RETRY=psk_… \
+ *     k6 run -e BASE_URL=http://localhost:8080/v1 load-tests/rate-limits.js
+ *
+ * (Keys go in the environment, never in -e arguments, which any user of the machine can read.)
  *
  * Scenarios, all running at once for DURATION (default 100 s):
  *   quota_<plan>        one key of the plan, GET /v1/pets?limit=1 at a constant RATE_FACTOR × the plan's

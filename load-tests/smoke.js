@@ -2,7 +2,7 @@
 /**
  * smoke.js — every operation and every documented status code once, one VU, one iteration.
  *
- *   k6 run -e BASE_URL=http://localhost:8080/v1 -e API_KEY_FREE=psk_… load-tests/smoke.js
+ *   API_KEY_FREE=psk_… k6 run -e BASE_URL=http://localhost:8080/v1 load-tests/smoke.js
  *
  * Each request declares the status it expects (a per-request `responseCallback`), so http_req_failed
  * counts exactly the requests that got another status. Each answer is checked for its body (Pet, Pets or

@@ -2,7 +2,7 @@
 /**
  * stress.js — finds the knee: the arrival rate past which latency or errors climb.
  *
- *   k6 run -e BASE_URL=http://localhost:8080/v1 -e API_KEYS=psk_a,psk_b,… load-tests/stress.js
+ *   API_KEYS=psk_a,psk_b,… k6 run -e BASE_URL=http://localhost:8080/v1 load-tests/stress.js
  *
  * The same traffic mix as load.js, at an arrival rate that climbs linearly from START_RATE to MAX_RATE over
  * RAMP_DURATION (then holds MAX_RATE for HOLD_DURATION). The climb is cut into BANDS equal bands of target
