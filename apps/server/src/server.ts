@@ -97,10 +97,10 @@ const Tracing = Layer.unwrap(Effect.gen(function*() {
   )
 }))
 
-/** The whole server, given its configuration. */
+/** The whole server, given its configuration. The configuration is logged first, before the database opens. */
 export const ServerLive = Listeners.pipe(
-  Layer.provide(LogConfig),
   Layer.provideMerge(Services),
+  Layer.provide(LogConfig),
   Layer.provide(Logging),
   Layer.provide(Tracing)
 )
