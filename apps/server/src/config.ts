@@ -1,4 +1,4 @@
-import { Config, Context, Effect, Layer, Option, Redacted, Schema, SchemaIssue } from "effect"
+import { Config, Context, Data, Effect, Layer, Option, Redacted, Schema, SchemaIssue } from "effect"
 
 const Host = Config.String
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
@@ -87,3 +87,9 @@ export const formatConfigError = (error: Config.ConfigError): string => {
     .join("; ")
 }
 
+/**
+ * The environment does not let the server start as configured: a database it
+ * cannot open, a port it cannot listen on, a directory it cannot use. The
+ * message names the variable and the cause, on one line.
+ */
+export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string }> {}

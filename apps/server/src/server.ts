@@ -3,8 +3,9 @@ import { Context, Effect, Layer, Logger, Option, References } from "effect"
 import { FetchHttpClient, HttpRouter, HttpServer } from "effect/http"
 import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { createServer } from "node:http"
+import { createServer as createProbe } from "node:net"
 import { ApiKeys } from "./auth/ApiKeys.ts"
-import { AppConfig, describeConfig } from "./config.ts"
+import { AppConfig, type AppConfigValues, describeConfig, StartupError } from "./config.ts"
 import { Database } from "./db/Database.ts"
 import { renderUnrouted } from "./http/errors.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
@@ -33,11 +34,63 @@ const slowClientLimits = {
   connectionsCheckingInterval: 1_000
 }
 
+/** An address the configuration asks the server to listen on, and the variables that name it. */
+interface Listener {
+  readonly host: string
+  readonly port: number
+  readonly hostVariable: "HOST" | "ADMIN_HOST"
+  readonly portVariable: "PORT" | "ADMIN_PORT"
+}
+
+const listenersOf = (config: AppConfigValues) => {
+  const listeners: Array<Listener> = [{ host: config.host, port: config.port, hostVariable: "HOST", portVariable: "PORT" }]
+  if (Option.isSome(config.adminToken) || config.metricsPublic) {
+    listeners.push({ host: config.adminHost, port: config.adminPort, hostVariable: "ADMIN_HOST", portVariable: "ADMIN_PORT" })
+  }
+  return listeners
+}
+
+const cannotListen = (listener: Listener, cause: unknown) => {
+  const code = (cause as { code?: unknown } | undefined)?.code
+  const at = `${listener.host}:${listener.port}`
+  switch (code) {
+    case "EADDRINUSE":
+      return new StartupError({ message: `${listener.portVariable}: ${at} is already in use` })
+    case "EACCES":
+      return new StartupError({ message: `${listener.portVariable}: no permission to listen on ${at} (below 1024 needs privileges)` })
+    case "EADDRNOTAVAIL":
+      return new StartupError({ message: `${listener.hostVariable}: ${listener.host} is not an address of this machine` })
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return new StartupError({ message: `${listener.hostVariable}: ${listener.host} is not a known host` })
+    default:
+      return new StartupError({
+        message: `${listener.portVariable}: cannot listen on ${at}: ${cause instanceof Error ? cause.message : String(cause)}`
+      })
+  }
+}
+
+/**
+ * Fails when an address the server must listen on cannot be bound, before
+ * anything slow starts (PGlite takes seconds to open). Each port is let go at
+ * once: the server binds it for good only when its routes are ready.
+ */
+export const checkListeners = Effect.fn("checkListeners")(function*(config: AppConfigValues) {
+  for (const listener of listenersOf(config)) {
+    if (listener.port === 0) continue
+    yield* Effect.callback<void, StartupError>((resume) => {
+      const probe = createProbe()
+      probe.once("error", (cause) => resume(Effect.fail(cannotListen(listener, cause))))
+      probe.listen({ host: listener.host, port: listener.port, exclusive: true }, () => probe.close(() => resume(Effect.void)))
+    })
+  }
+})
+
 /**
  * Builds every route first and only then listens, so the server never accepts
  * a connection it cannot answer yet: once `/healthz` answers, everything does.
  */
-const listen = <E, R>(routes: Layer.Layer<never, E, R>, options: { readonly host: string; readonly port: number }) =>
+const listen = <E, R>(routes: Layer.Layer<never, E, R>, listener: Listener) =>
   Effect.gen(function*() {
     const router = yield* HttpRouter.toHttpEffect(routes.pipe(Layer.provide(NodeHttpServer.layerHttpServices))).pipe(
       Effect.provideService(HttpRouter.RouterConfig, routerConfig)
@@ -45,20 +98,20 @@ const listen = <E, R>(routes: Layer.Layer<never, E, R>, options: { readonly host
     const handler = Effect.catchCause(router, renderUnrouted)
     const context = yield* Layer.build(
       HttpServer.serve(handler).pipe(
-        Layer.provideMerge(NodeHttpServer.layerServer(() => createServer(slowClientLimits), options))
+        Layer.provideMerge(
+          NodeHttpServer.layerServer(() => createServer(slowClientLimits), { host: listener.host, port: listener.port })
+        )
       )
-    )
+    ).pipe(Effect.catchTag("ServeError", (error) => Effect.fail(cannotListen(listener, error.cause))))
     return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
   })
 
 const Listeners = Layer.effect(
   ListenAddresses,
   Effect.gen(function*() {
-    const config = yield* AppConfig
-    const publicAddress = yield* listen(PublicRoutes, { host: config.host, port: config.port })
-    const adminAddress = Option.isSome(config.adminToken) || config.metricsPublic
-      ? Option.some(yield* listen(AdminRoutes, { host: config.adminHost, port: config.adminPort }))
-      : Option.none()
+    const [publicListener, adminListener] = listenersOf(yield* AppConfig)
+    const publicAddress = yield* listen(PublicRoutes, publicListener!)
+    const adminAddress = adminListener === undefined ? Option.none() : Option.some(yield* listen(AdminRoutes, adminListener))
     yield* Effect.logInfo("listening").pipe(
       Effect.annotateLogs({ public: publicAddress, admin: Option.getOrElse(adminAddress, () => "disabled") })
     )
