@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Logger, Option, References } from "effect"
 import { FetchHttpClient, HttpRouter, HttpServer } from "effect/http"
 import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { createServer } from "node:http"
-import { createServer as createProbe } from "node:net"
+import { createServer as createProbe, type Server } from "node:net"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, type AppConfigValues, describeConfig, StartupError } from "./config.ts"
 import { Database } from "./db/Database.ts"
@@ -70,20 +70,26 @@ const cannotListen = (listener: Listener, cause: unknown) => {
   }
 }
 
-/**
- * Fails when an address the server must listen on cannot be bound, before
- * anything slow starts (PGlite takes seconds to open). Each port is let go at
- * once: the server binds it for good only when its routes are ready.
- */
-export const checkListeners = Effect.fn("checkListeners")(function*(config: AppConfigValues) {
-  for (const listener of listenersOf(config)) {
-    if (listener.port === 0) continue
-    yield* Effect.callback<void, StartupError>((resume) => {
+/** Binds the listener's address until the scope closes: the check, not the listener. */
+const holdAddress = (listener: Listener) =>
+  Effect.acquireRelease(
+    Effect.callback<Server, StartupError>((resume) => {
       const probe = createProbe()
       probe.once("error", (cause) => resume(Effect.fail(cannotListen(listener, cause))))
-      probe.listen({ host: listener.host, port: listener.port, exclusive: true }, () => probe.close(() => resume(Effect.void)))
-    })
-  }
+      probe.listen({ host: listener.host, port: listener.port, exclusive: true }, () => resume(Effect.succeed(probe)))
+    }),
+    (probe) => Effect.callback<void>((resume) => void probe.close(() => resume(Effect.void)))
+  )
+
+/**
+ * Fails when an address the server must listen on cannot be bound, before
+ * anything slow starts (PGlite takes seconds to open). The addresses are held
+ * together, so that PORT and ADMIN_PORT cannot be the same, then let go: the
+ * server binds them for good only when its routes are ready.
+ */
+export const checkListeners = Effect.fn("checkListeners")(function*(config: AppConfigValues) {
+  const fixed = listenersOf(config).filter((listener) => listener.port !== 0)
+  yield* Effect.scoped(Effect.forEach(fixed, holdAddress, { discard: true }))
 })
 
 /**

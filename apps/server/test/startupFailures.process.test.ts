@@ -62,6 +62,20 @@ describe("a server that cannot start stops with one line naming the cause", () =
     expect(existsSync(dataDir)).toBe(false)
   })
 
+  it("ADMIN_PORT equal to PORT: said before the database is opened", async () => {
+    const dataDir = join(scratch, "same-ports")
+    const port = String(await freePort())
+    const line = expectOneLineFailure(start({
+      PORT: port,
+      ADMIN_PORT: port,
+      ADMIN_HOST: "127.0.0.1",
+      ADMIN_TOKEN: "test-admin-token-not-a-secret",
+      DATA_DIR: dataDir
+    }))
+    expect(line).toBe(`petstore: cannot start: ADMIN_PORT: 127.0.0.1:${port} is already in use`)
+    expect(existsSync(dataDir)).toBe(false)
+  })
+
   it("a port taken between the check and the listen fails the same way, not as an empty ServeError", async () => {
     // In-process, where nothing checks the ports first: the listen itself meets the busy port.
     const config = AppConfig.layerWith({
