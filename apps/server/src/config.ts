@@ -1,4 +1,4 @@
-import { Config, Context, Effect, Layer, Option, Redacted, Schema, SchemaIssue } from "effect"
+import { Config, Context, Data, Effect, Layer, Option, Redacted, Schema, SchemaIssue } from "effect"
 
 const Host = Config.String
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
@@ -48,16 +48,23 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigValues>()("@p
     )
 }
 
-/** The configuration as it may be logged: secrets masked. */
-export const describeConfig = (config: AppConfigValues) => ({
-  ...config,
-  adminToken: Option.isSome(config.adminToken) ? "<set>" : "<unset: admin listener disabled>",
-  databaseUrl: Option.match(config.databaseUrl, {
-    onNone: () => "<unset: embedded PGlite>",
-    onSome: (url) => maskUrl(Redacted.value(url))
-  }),
-  publicBaseUrl: Option.map(config.publicBaseUrl, String).pipe(Option.getOrElse(() => "<from request>"))
-})
+/**
+ * The configuration as it may be logged: secrets masked, and every value one a
+ * person reads at a glance (an unset option says what that means, not `None`).
+ */
+export const describeConfig = (config: AppConfigValues) =>
+  ({
+    ...config,
+    adminToken: Option.isSome(config.adminToken) ? "<set>" : "<unset: admin listener disabled>",
+    databaseUrl: Option.match(config.databaseUrl, {
+      onNone: () => "<unset: embedded PGlite>",
+      onSome: (url) => maskUrl(Redacted.value(url))
+    }),
+    publicBaseUrl: Option.match(config.publicBaseUrl, { onNone: () => "<from request>", onSome: String }),
+    quotaStore: Option.getOrElse(config.quotaStore, () => "<by DATABASE_URL>"),
+    banThreshold: Option.getOrElse(config.banThreshold, () => "<the key's per-minute limit>"),
+    otlpEndpoint: Option.match(config.otlpEndpoint, { onNone: () => "<unset: no traces>", onSome: String })
+  }) satisfies { readonly [K in keyof AppConfigValues]: string | number | boolean }
 
 const maskUrl = (url: string) => {
   try {
@@ -79,3 +86,10 @@ export const formatConfigError = (error: Config.ConfigError): string => {
     .map((issue) => `${(issue.path ?? []).map(String).join(".") || "configuration"}: ${issue.message}`)
     .join("; ")
 }
+
+/**
+ * The environment does not let the server start as configured: a database it
+ * cannot open, a port it cannot listen on, a directory it cannot use. The
+ * message names the variable and the cause, on one line.
+ */
+export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string }> {}

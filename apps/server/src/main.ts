@@ -7,13 +7,16 @@ import cluster from "node:cluster"
 import { stopWithPrimary, superviseWorkers } from "./cluster.ts"
 import { AppConfig, AppConfigShape, formatConfigError } from "./config.ts"
 import { quotaStoreKind } from "./quota/Quota.ts"
-import { ServerLive } from "./server.ts"
+import { checkListeners, ServerLive } from "./server.ts"
 
-const refuseToStart = (line: string) =>
+/** One line naming the cause, for the operator; no stack trace, which would only bury it. */
+const stop = (exitCode: number, line: string) =>
   Effect.sync(() => {
-    process.stderr.write(`petstore: invalid configuration: ${line}\n`)
-    process.exit(2)
+    process.stderr.write(`petstore: ${line}\n`)
+    process.exit(exitCode)
   })
+
+const refuseToStart = (line: string) => stop(2, `invalid configuration: ${line}`)
 
 const main = Effect.gen(function*() {
   const config = yield* AppConfigShape
@@ -23,10 +26,15 @@ const main = Effect.gen(function*() {
         "the in-memory store would count each process's quotas apart"
     )
   }
+  // Workers share the ports through the primary, which has checked them already.
+  if (cluster.isPrimary) yield* checkListeners(config)
   if (config.workers > 1 && cluster.isPrimary) return yield* superviseWorkers(config.workers)
   if (cluster.isWorker) stopWithPrimary()
   return yield* Layer.launch(ServerLive.pipe(Layer.provide(Layer.succeed(AppConfig, config))))
-}).pipe(Effect.catchTag("ConfigError", (error) => refuseToStart(formatConfigError(error))))
+}).pipe(
+  Effect.catchTag("ConfigError", (error) => refuseToStart(formatConfigError(error))),
+  Effect.catchTag("StartupError", (error) => stop(1, `cannot start: ${error.message}`))
+)
 
 /** SIGTERM and SIGINT interrupt the server; having shut down cleanly, it exits 0. */
 const teardown: Runtime.Teardown = (exit, onExit) =>

@@ -3,8 +3,9 @@ import { Context, Effect, Layer, Logger, Option, References } from "effect"
 import { FetchHttpClient, HttpRouter, HttpServer } from "effect/http"
 import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { createServer } from "node:http"
+import { createServer as createProbe, type Server } from "node:net"
 import { ApiKeys } from "./auth/ApiKeys.ts"
-import { AppConfig, describeConfig } from "./config.ts"
+import { AppConfig, type AppConfigValues, describeConfig, StartupError } from "./config.ts"
 import { Database } from "./db/Database.ts"
 import { answerClientError } from "./http/clientError.ts"
 import { renderUnrouted } from "./http/errors.ts"
@@ -38,11 +39,69 @@ const slowClientLimits = {
   connectionsCheckingInterval: 1_000
 }
 
+/** An address the configuration asks the server to listen on, and the variables that name it. */
+interface Listener {
+  readonly host: string
+  readonly port: number
+  readonly hostVariable: "HOST" | "ADMIN_HOST"
+  readonly portVariable: "PORT" | "ADMIN_PORT"
+}
+
+const listenersOf = (config: AppConfigValues) => {
+  const listeners: Array<Listener> = [{ host: config.host, port: config.port, hostVariable: "HOST", portVariable: "PORT" }]
+  if (Option.isSome(config.adminToken) || config.metricsPublic) {
+    listeners.push({ host: config.adminHost, port: config.adminPort, hostVariable: "ADMIN_HOST", portVariable: "ADMIN_PORT" })
+  }
+  return listeners
+}
+
+const cannotListen = (listener: Listener, cause: unknown) => {
+  const code = (cause as { code?: unknown } | undefined)?.code
+  const at = `${listener.host}:${listener.port}`
+  switch (code) {
+    case "EADDRINUSE":
+      return new StartupError({ message: `${listener.portVariable}: ${at} is already in use` })
+    case "EACCES":
+      return new StartupError({ message: `${listener.portVariable}: no permission to listen on ${at} (below 1024 needs privileges)` })
+    case "EADDRNOTAVAIL":
+      return new StartupError({ message: `${listener.hostVariable}: ${listener.host} is not an address of this machine` })
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return new StartupError({ message: `${listener.hostVariable}: ${listener.host} is not a known host` })
+    default:
+      return new StartupError({
+        message: `${listener.portVariable}: cannot listen on ${at}: ${cause instanceof Error ? cause.message : String(cause)}`
+      })
+  }
+}
+
+/** Binds the listener's address until the scope closes: the check, not the listener. */
+const holdAddress = (listener: Listener) =>
+  Effect.acquireRelease(
+    Effect.callback<Server, StartupError>((resume) => {
+      const probe = createProbe()
+      probe.once("error", (cause) => resume(Effect.fail(cannotListen(listener, cause))))
+      probe.listen({ host: listener.host, port: listener.port, exclusive: true }, () => resume(Effect.succeed(probe)))
+    }),
+    (probe) => Effect.callback<void>((resume) => void probe.close(() => resume(Effect.void)))
+  )
+
+/**
+ * Fails when an address the server must listen on cannot be bound, before
+ * anything slow starts (PGlite takes seconds to open). The addresses are held
+ * together, so that PORT and ADMIN_PORT cannot be the same, then let go: the
+ * server binds them for good only when its routes are ready.
+ */
+export const checkListeners = Effect.fn("checkListeners")(function*(config: AppConfigValues) {
+  const fixed = listenersOf(config).filter((listener) => listener.port !== 0)
+  yield* Effect.scoped(Effect.forEach(fixed, holdAddress, { discard: true }))
+})
+
 /**
  * Builds every route first and only then listens, so the server never accepts
  * a connection it cannot answer yet: once `/healthz` answers, everything does.
  */
-const listen = <E, R>(routes: Layer.Layer<never, E, R>, options: { readonly host: string; readonly port: number }) =>
+const listen = <E, R>(routes: Layer.Layer<never, E, R>, listener: Listener) =>
   Effect.gen(function*() {
     const router = yield* HttpRouter.toHttpEffect(routes.pipe(Layer.provide(NodeHttpServer.layerHttpServices))).pipe(
       Effect.provideService(HttpRouter.RouterConfig, routerConfig)
@@ -51,21 +110,22 @@ const listen = <E, R>(routes: Layer.Layer<never, E, R>, options: { readonly host
     const context = yield* Layer.build(
       HttpServer.serve(handler).pipe(
         Layer.provideMerge(
-          NodeHttpServer.layerServer(() => createServer(slowClientLimits).on("clientError", answerClientError), options)
+          NodeHttpServer.layerServer(
+            () => createServer(slowClientLimits).on("clientError", answerClientError),
+            { host: listener.host, port: listener.port }
+          )
         )
       )
-    )
+    ).pipe(Effect.catchTag("ServeError", (error) => Effect.fail(cannotListen(listener, error.cause))))
     return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
   })
 
 const Listeners = Layer.effect(
   ListenAddresses,
   Effect.gen(function*() {
-    const config = yield* AppConfig
-    const publicAddress = yield* listen(PublicRoutes, { host: config.host, port: config.port })
-    const adminAddress = Option.isSome(config.adminToken) || config.metricsPublic
-      ? Option.some(yield* listen(AdminRoutes, { host: config.adminHost, port: config.adminPort }))
-      : Option.none()
+    const [publicListener, adminListener] = listenersOf(yield* AppConfig)
+    const publicAddress = yield* listen(PublicRoutes, publicListener!)
+    const adminAddress = adminListener === undefined ? Option.none() : Option.some(yield* listen(AdminRoutes, adminListener))
     yield* Effect.logInfo("listening").pipe(
       Effect.annotateLogs({ public: publicAddress, admin: Option.getOrElse(adminAddress, () => "disabled") })
     )
@@ -104,10 +164,10 @@ const Tracing = Layer.unwrap(Effect.gen(function*() {
   )
 }))
 
-/** The whole server, given its configuration. */
+/** The whole server, given its configuration. The configuration is logged first, before the database opens. */
 export const ServerLive = Listeners.pipe(
-  Layer.provide(LogConfig),
   Layer.provideMerge(Services),
+  Layer.provide(LogConfig),
   Layer.provide(Logging),
   Layer.provide(Tracing)
 )

@@ -1,6 +1,8 @@
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
+import { eventually } from "./support/serverProcess.ts"
+import { freePort, spawnServer } from "./support/process.ts"
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 
@@ -27,5 +29,29 @@ describe("bad configuration stops the server at start-up", () => {
     const lines = result.stderr.trim().split("\n")
     expect(lines).toHaveLength(1)
     expect(lines[0]).toMatch(new RegExp(`^petstore: invalid configuration: ${name}: `))
+  })
+})
+
+describe("the configuration log line", () => {
+  it.each([
+    [{}, { banThreshold: "<the key's per-minute limit>", otlpEndpoint: "<unset: no traces>", publicBaseUrl: "<from request>" }],
+    [{ BAN_THRESHOLD: "7", PUBLIC_BASE_URL: "https://pets.example.com" }, { banThreshold: 7, publicBaseUrl: "https://pets.example.com/" }]
+  ])("with %j shows every value as a person reads it, never an Option", async (env, expected) => {
+    const server = spawnServer({ PORT: String(await freePort()), DATA_DIR: ":memory:", LOG_LEVEL: "Info", ...env })
+    try {
+      const configuration = () =>
+        server.output().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as {
+          message: string
+          annotations: Record<string, unknown>
+        }).find((line) => line.message === "configuration")
+      expect(await eventually(() => configuration() !== undefined, 20_000), server.output()).toBe(true)
+      const values = configuration()!.annotations
+      expect(values).toMatchObject(expected)
+      for (const [name, value] of Object.entries(values)) {
+        expect(["string", "number", "boolean"], `${name}: ${JSON.stringify(value)}`).toContain(typeof value)
+      }
+    } finally {
+      await server.stop()
+    }
   })
 })

@@ -65,6 +65,16 @@ describe("pnpm keys", () => {
     expect(outcome.stdout).not.toContain(created.key)
   })
 
+  it("list starts with a header row whose columns line up with the keys'", async () => {
+    const outcome = await keys("list")
+    const [header, ...rows] = outcome.stdout.trimEnd().split("\n")
+    expect(header).toMatch(/^ID +PLAN +LIMITS +NAME +CREATED$/)
+    const row = rows.find((line) => line.startsWith(created.id))!
+    for (const [column, value] of [["PLAN", "pro"], ["LIMITS", "300/min"], ["NAME", "ci bot"]] as const) {
+      expect(row.indexOf(value), column).toBe(header!.indexOf(column))
+    }
+  })
+
   it("list --json prints the admin API's answer", async () => {
     const outcome = await keys("list", "--json")
     expect(outcome.code).toBe(0)
@@ -87,6 +97,54 @@ describe("pnpm keys", () => {
     expect(outcome.code).toBe(0)
     expect((await getPets(created.key)).status).toBe(401)
     expect((await keys("list")).stdout).not.toContain(created.id)
+  })
+
+  it("usage shows both windows and the ban; unban ends the ban", async () => {
+    const { id, key } = await server.createKey("enterprise", { perMinute: 1, perDay: 50 })
+    // One admitted, then refused beyond the threshold (the per-minute limit, 1): banned, within a minute.
+    let answer = await getPets(key)
+    for (let i = 0; i < 10 && answer.body?.code !== "api_key_banned"; i++) answer = await getPets(key)
+    expect(answer.body).toMatchObject({ code: "api_key_banned" })
+
+    const banned = await keys("usage", id)
+    expect(banned.stderr).toBe("")
+    expect(banned.code).toBe(0)
+    expect(banned.stdout).toMatch(new RegExp(`^${id}\n`))
+    // Counts depend on where the minute turned; the windows' shape and limits do not.
+    expect(banned.stdout).toMatch(/\n  minute: [01] of 1 used, [01] left, resets \d{4}-\d\d-\d\dT\d\d:\d\d:00Z\n/)
+    expect(banned.stdout).toMatch(/\n  day: +[12] of 50 used, 4[89] left, resets \d{4}-\d\d-\d\dT00:00:00Z\n/)
+    expect(banned.stdout).toMatch(/ban: +until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/)
+
+    const unban = await keys("unban", id)
+    expect(unban.stderr).toBe("")
+    expect(unban.code).toBe(0)
+    expect(unban.stdout).toContain(`Unbanned ${id}`)
+    // Answered while limited, never while banned.
+    expect((await send(`${server.baseUrl}/rate_limit`, { headers: bearer(key) })).body).toMatchObject({ ban: null })
+    const after = await keys("usage", id, "--json")
+    expect(JSON.parse(after.stdout)).toMatchObject({ day: { limit: 50 }, ban: null })
+  })
+
+  it("usage and unban of an unknown key exit 1 with not_found", async () => {
+    for (const command of ["usage", "unban"]) {
+      const outcome = await keys(command, "key_0000000000000000")
+      expect(outcome.code).toBe(1)
+      expect(outcome.stderr.trim()).toMatch(/^keys: not_found: /)
+    }
+  })
+
+  it.each([
+    [["create", "--plan", "bogus"], /^keys: Invalid value for flag --plan: "bogus"/, "keys create --help"],
+    [["create"], /^keys: Missing required flag: --plan$/, "keys create --help"],
+    [["unban"], /^keys: Missing required argument: id$/, "keys unban --help"],
+    [["usage", "not-a-key-id"], /^keys: Invalid value for argument <id>: "not-a-key-id"/, "keys usage --help"],
+    [["create", "--plan", "enterprise", "--per-minute", "5"], /^keys: --per-minute and --per-day go together$/, "keys create --help"],
+    [["bogus"], /^keys: Unknown subcommand "bogus"/, "keys --help"]
+  ])("a mistyped command (%j) exits 2 with its error first, on one line, and where the help is", async (args, error, help) => {
+    const outcome = await keys(...args)
+    expect(outcome.code).toBe(2)
+    expect(outcome.stdout).toBe("")
+    expect(outcome.stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(error), `Try '${help}'.`])
   })
 
   it("a refusal of the server exits 1 with its code and message on one line", async () => {

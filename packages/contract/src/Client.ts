@@ -1,24 +1,108 @@
-import { Effect } from "effect"
+import { Context, Effect, Layer, Option, type Redacted, Schema, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { AdminApi } from "./AdminApi.ts"
-import { PetstoreApi } from "./PetstoreApi.ts"
+import { NewPet, type Pet, type PetId } from "./Pet.ts"
+import { type ListPetsQuery, PetstoreApi } from "./PetstoreApi.ts"
 
 /** The contract's paths carry `/v1` already, so a base URL that ends in it is taken back to its origin. */
 const originOf = (baseUrl: string) => baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "")
 
-const withBearer = (token: string) => (client: HttpClient.HttpClient) =>
+const withBearer = (token: string | Redacted.Redacted<string>) => (client: HttpClient.HttpClient) =>
   client.pipe(HttpClient.mapRequest(HttpClientRequest.bearerToken(token)))
+
+/** `GET /v1/pets`'s query: every field optional (`limit` defaults to 20 on the server). */
+export type ListPetsOptions = typeof ListPetsQuery.Type
+
+/** A new pet as a plain object; `status` may be left out (the server stores `available`). */
+export type NewPetInput = typeof NewPet.Encoded
+
+/** One page of `GET /v1/pets`, and the cursor of the next one when more pets follow. */
+export interface PetPage {
+  readonly pets: ReadonlyArray<Pet>
+  readonly next: Option.Option<string>
+}
+
+/**
+ * The `cursor` of a `Link: <…>; rel="next"` header. The URL is not followed as
+ * it is: it names the server as it sees itself (`PUBLIC_BASE_URL`), the client
+ * keeps talking to the address it was given.
+ */
+export const nextCursor = (link: string | undefined): Option.Option<string> => {
+  const target = link?.split(",").map((part) => /^\s*<([^>]*)>\s*;\s*rel="?next"?\s*$/i.exec(part)?.[1]).find(
+    (url) => url !== undefined
+  )
+  if (target === undefined) return Option.none()
+  return Option.fromNullishOr(URL.parse(target, "http://base.invalid")?.searchParams.get("cursor"))
+}
 
 /**
  * A typed client of the public API. `baseUrl` is the service's address, with
  * or without the trailing `/v1`. Needs an `HttpClient` (e.g. `FetchHttpClient.layer`).
+ *
+ * Inputs are plain objects, checked against the contract before anything is
+ * sent; answers are decoded, and every error the service documents fails with
+ * its contract class (`NotFound`, `RateLimited`, …).
  */
-export const makePetstoreClient = (options: { readonly baseUrl: string; readonly apiKey: string }) =>
-  HttpApiClient.make(PetstoreApi, {
+export const makePetstoreClient = Effect.fnUntraced(function*(options: {
+  readonly baseUrl: string
+  readonly apiKey: string | Redacted.Redacted<string>
+}) {
+  const api = yield* HttpApiClient.make(PetstoreApi, {
     baseUrl: originOf(options.baseUrl),
     transformClient: withBearer(options.apiKey)
   })
+
+  const listPets = Effect.fn("PetstoreClient.listPets")(function*(query: ListPetsOptions = {}) {
+    const { body, headers } = yield* api.pets.listPets({ query })
+    const page: PetPage = { pets: body, next: nextCursor(headers.link) }
+    return page
+  })
+
+  return {
+    /** One page of pets in ascending id order; `next` continues after it. */
+    listPets,
+
+    /** Every pet the query matches, page after page, following `Link: <…>; rel="next"`. */
+    allPets: (query: Omit<ListPetsOptions, "cursor"> = {}) =>
+      Stream.paginate(undefined as string | undefined, (cursor) =>
+        listPets(cursor === undefined ? query : { ...query, cursor }).pipe(
+          Effect.map((page) => [page.pets, page.next] as const)
+        )),
+
+    /**
+     * Creates a pet. With `idempotencyKey`, a retry of the same create returns
+     * the pet made the first time instead of a second one.
+     */
+    createPet: Effect.fn("PetstoreClient.createPet")(function*(
+      pet: NewPetInput,
+      options: { readonly idempotencyKey?: string } = {}
+    ) {
+      const payload = yield* Schema.decodeEffect(NewPet)(pet)
+      const headers = options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey }
+      return (yield* api.pets.createPet({ payload, headers })).body
+    }),
+
+    /** @deprecated The service removes `GET /v1/pets/{petId}` on 2030-12-05: use `listPets`. */
+    getPet: Effect.fn("PetstoreClient.getPet")(function*(petId: PetId) {
+      return yield* api.pets.getPet({ params: { petId } })
+    }),
+
+    /** The calling key's quotas and any ban; costs no quota. */
+    rateLimit: Effect.fn("PetstoreClient.rateLimit")(function*() {
+      return yield* api.account.rateLimit()
+    })
+  }
+})
+
+/** The public API's client as a service: `PetstoreClient.layer({ baseUrl, apiKey })`. */
+export class PetstoreClient extends Context.Service<
+  PetstoreClient,
+  Effect.Success<ReturnType<typeof makePetstoreClient>>
+>()("@petstore/contract/PetstoreClient") {
+  static readonly layer = (options: Parameters<typeof makePetstoreClient>[0]) =>
+    Layer.effect(PetstoreClient, makePetstoreClient(options))
+}
 
 /** A typed client of the admin API, as used by `pnpm keys`. */
 export const makeAdminClient = (options: { readonly baseUrl: string; readonly adminToken: string }) =>
@@ -27,5 +111,4 @@ export const makeAdminClient = (options: { readonly baseUrl: string; readonly ad
     transformClient: withBearer(options.adminToken)
   })
 
-export type PetstoreClient = Effect.Success<ReturnType<typeof makePetstoreClient>>
 export type AdminClient = Effect.Success<ReturnType<typeof makeAdminClient>>

@@ -5,10 +5,19 @@
  *   ADMIN_TOKEN=... pnpm keys list
  *
  * ADMIN_URL (default http://127.0.0.1:8081) is the admin listener's address.
- * Exit codes: 0 done, 1 the server refused or could not be reached, 2 bad configuration.
+ * Exit codes: 0 done, 1 the server refused or could not be reached, 2 bad usage or configuration.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { type AdminClient, ApiKeyId, ApiKeyName, type ApiKeyView, makeAdminClient, Plan, QuotaLimits } from "@petstore/contract"
+import {
+  type AdminClient,
+  ApiKeyId,
+  ApiKeyName,
+  type ApiKeyView,
+  type KeyUsage,
+  makeAdminClient,
+  Plan,
+  QuotaLimits
+} from "@petstore/contract"
 import { Config, Console, Context, Data, Effect, Layer, Option, Predicate, Runtime } from "effect"
 import { Argument, CliError, CliOutput, Command, Flag } from "effect/cli"
 import { FetchHttpClient, HttpClientError } from "effect/http"
@@ -150,8 +159,13 @@ const create = Command.make(
   ])
 )
 
-const keyLine = (key: ApiKeyView) =>
-  [key.id, key.plan.padEnd(10), formatLimits(key.limits).padEnd(24), (key.name || "-").padEnd(20), key.createdAt].join("  ")
+/** Columns as wide as their widest cell, two spaces apart. */
+const table = (rows: ReadonlyArray<ReadonlyArray<string>>) => {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
+  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ").trimEnd()).join("\n")
+}
+
+const keyRow = (key: ApiKeyView) => [key.id, key.plan, formatLimits(key.limits), key.name || "-", key.createdAt]
 
 const list = Command.make(
   "list",
@@ -162,7 +176,7 @@ const list = Command.make(
     const all = yield* admin.call((client) => client.keys.listKeys({}))
     if (json) return yield* printJson(all)
     if (all.length === 0) return yield* Console.log("No live API keys.")
-    yield* Console.log(all.map(keyLine).join("\n"))
+    yield* Console.log(table([["ID", "PLAN", "LIMITS", "NAME", "CREATED"], ...all.map(keyRow)]))
   })
 ).pipe(
   Command.provide(Admin.layer),
@@ -206,15 +220,83 @@ const setPlan = Command.make(
   Command.withDescription("Change a key's plan, and an enterprise key's limits")
 )
 
+const isoSeconds = (unixSeconds: number) => new Date(unixSeconds * 1_000).toISOString().replace(".000Z", "Z")
+
+const usageLines = (id: string, usage: KeyUsage) => {
+  const window = (name: string, { used, limit, remaining, reset }: KeyUsage["minute"]) =>
+    `  ${name} ${used} of ${limit} used, ${remaining} left, resets ${isoSeconds(reset)}`
+  return [
+    id,
+    window("minute:", usage.minute),
+    window("day:   ", usage.day),
+    `  ban:    ${usage.ban === null ? "none" : `until ${isoSeconds(usage.ban.until)}`}`
+  ].join("\n")
+}
+
+const usage = Command.make(
+  "usage",
+  { id },
+  Effect.fn(function*({ id }) {
+    const { json } = yield* keys
+    const admin = yield* Admin
+    const usage = yield* admin.call((client) => client.keys.keyUsage({ params: { id } }))
+    yield* json ? printJson(usage) : Console.log(usageLines(id, usage))
+  })
+).pipe(
+  Command.provide(Admin.layer),
+  Command.withDescription("Show a key's use of its minute and day windows, and any ban")
+)
+
+const unban = Command.make(
+  "unban",
+  { id },
+  Effect.fn(function*({ id }) {
+    const { json } = yield* keys
+    const admin = yield* Admin
+    yield* admin.call((client) => client.keys.unbanKey({ params: { id } }))
+    yield* json ? printJson({ id, unbanned: true }) : Console.log(`Unbanned ${id}: its ban has ended.`)
+  })
+).pipe(Command.provide(Admin.layer), Command.withDescription("End a key's ban now (its quota counts are kept)"))
+
+const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ").trim()
+
 // The default formatter frames a handler's failure in a multi-line ERROR block; one line is easier to read in a script's log.
 const oneLineErrors = CliOutput.layer({
   ...CliOutput.defaultFormatter(),
-  formatError: (error) => `keys: ${error.message.replace(/\s*\n\s*/g, " ")}`
+  formatError: (error) => `keys: ${oneLine(error.message)}`
 })
 
+/**
+ * A mistyped command gets its error first, on one line, and a pointer to the
+ * help, instead of the whole help with the error at its end.
+ */
+const errorsFirst = CliOutput.layerPresenter({
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? Console.error([
+        ...event.errors.map((error) => `keys: ${oneLine(error.message)}`),
+        `Try '${event.commandPath.join(" ")} --help'.`
+      ].join("\n"))
+      : CliOutput.defaultPresenter.present(event)
+})
+
+/** A mistyped command, already reported by `errorsFirst`: exit 2, like bad configuration. */
+class UsageError extends Data.TaggedError("UsageError")<{}> {
+  override get [Runtime.errorExitCode]() {
+    return 2
+  }
+  override get [Runtime.errorReported]() {
+    return false
+  }
+}
+
 keys.pipe(
-  Command.withSubcommands([create, list, revoke, setPlan]),
+  Command.withSubcommands([create, list, usage, setPlan, unban, revoke]),
   Command.run({ version: "1.0.0" }),
-  Effect.provide([NodeServices.layer, oneLineErrors]),
+  Effect.catchIf(
+    (error) => CliError.isCliError(error) && error._tag === "ShowHelp" && error.errors.length > 0,
+    () => Effect.fail(new UsageError())
+  ),
+  Effect.provide([NodeServices.layer, oneLineErrors, errorsFirst]),
   NodeRuntime.runMain
 )

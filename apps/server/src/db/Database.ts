@@ -1,7 +1,8 @@
 import { PGlite } from "@electric-sql/pglite"
 import { Context, Data, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import postgres from "postgres"
-import { AppConfig } from "../config.ts"
+import { accessSync, constants as fsConstants, existsSync, mkdirSync, statSync } from "node:fs"
+import { AppConfig, StartupError } from "../config.ts"
 import { measureQuery } from "../observability/metrics.ts"
 import { migrations } from "./migrations/index.ts"
 
@@ -130,6 +131,76 @@ const migrate = (driver: Driver) =>
     return pending.map((migration) => `${migration.version}_${migration.name}`)
   })
 
+const errorCode = (cause: unknown) => {
+  const code = (cause as { code?: unknown } | undefined)?.code
+  return typeof code === "string" ? code : undefined
+}
+
+/** Where a `postgres://` URL points, without its credentials: `host:port/database`. */
+const databaseTarget = (url: string) => {
+  const parsed = URL.parse(url)
+  return parsed === null ? "DATABASE_URL" : `${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname}`
+}
+
+/**
+ * Why PostgreSQL could not be opened, in the words an operator acts on. The
+ * server's own messages (`role "x" does not exist`, `database "x" does not
+ * exist`, a failed password) are already such words; socket errors are not.
+ */
+const postgresOpenFailure = (url: string, cause: unknown): string => {
+  const code = errorCode(cause)
+  const reason = code === "ECONNREFUSED"
+    ? "connection refused: is PostgreSQL running there?"
+    : code === "ENOTFOUND" || code === "EAI_AGAIN"
+    ? "unknown host"
+    : code === "CONNECT_TIMEOUT" || code === "ETIMEDOUT"
+    ? "no answer within 5 s"
+    : cause instanceof Error && cause.message !== ""
+    ? cause.message
+    : String(code ?? cause)
+  return `DATABASE_URL (${databaseTarget(url)}): ${reason}`
+}
+
+/** Failures to reach or enter the database, as opposed to a migration the database refused. */
+const isOpenFailure = (cause: unknown) =>
+  // SQLSTATE class 28 (authorization) and 3D000 (no such database), beside what is an outage later on.
+  new DatabaseError({ cause }).unavailable || /^(28|3D000$)/.test(errorCode(cause) ?? "")
+
+const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ")
+
+const dataDirProblem = (cause: unknown) => {
+  switch (errorCode(cause)) {
+    case "ENOTDIR":
+      return "not a directory"
+    case "EACCES":
+    case "EPERM":
+      return "permission denied"
+    case "EROFS":
+      return "a read-only file system"
+    case "ENOENT":
+      return "its parent directory does not exist"
+    default:
+      return oneLine(cause instanceof Error ? cause.message : String(cause))
+  }
+}
+
+/**
+ * `DATA_DIR` exists (created, as PGlite would, when its parent does), is a
+ * directory and may be written: PGlite's own errors about it are emscripten
+ * error numbers. Not `recursive`: Node's recursive mkdir never returns under `/proc`.
+ */
+const prepareDataDir = Effect.fnUntraced(function*(dir: string) {
+  const isDirectory = yield* Effect.try({
+    try: () => {
+      if (!existsSync(dir)) mkdirSync(dir)
+      accessSync(dir, fsConstants.R_OK | fsConstants.W_OK)
+      return statSync(dir).isDirectory()
+    },
+    catch: (cause) => new StartupError({ message: `DATA_DIR (${dir}): ${dataDirProblem(cause)}` })
+  })
+  if (!isDirectory) return yield* new StartupError({ message: `DATA_DIR (${dir}): not a directory` })
+})
+
 export class Database extends Context.Service<Database, {
   readonly kind: Driver["kind"]
   readonly query: <Row = Record<string, unknown>>(statement: Statement) => Effect.Effect<ReadonlyArray<Row>, DatabaseError>
@@ -147,18 +218,35 @@ export class Database extends Context.Service<Database, {
     Database,
     Effect.gen(function*() {
       const config = yield* AppConfig
+      const url = Option.map(config.databaseUrl, Redacted.value)
+      const dataDir = config.dataDir === ":memory:" ? undefined : config.dataDir
+      if (Option.isNone(url) && dataDir !== undefined) yield* prepareDataDir(dataDir)
       const driver = yield* Effect.acquireRelease(
         Effect.tryPromise({
           try: () =>
-            Option.match(config.databaseUrl, {
-              onSome: (url) => Promise.resolve(postgresDriver(Redacted.value(url))),
-              onNone: () => pgliteDriver(config.dataDir === ":memory:" ? undefined : config.dataDir)
+            Option.match(url, {
+              onSome: (url) => Promise.resolve(postgresDriver(url)),
+              onNone: () => pgliteDriver(dataDir)
             }),
-          catch: (cause) => new DatabaseError({ cause })
+          catch: (cause) =>
+            new StartupError({
+              message: `DATA_DIR (${config.dataDir}): PGlite cannot open it: ${
+                oneLine(cause instanceof Error ? cause.message : JSON.stringify(cause))
+              }`
+            })
         }),
-        (driver) => Effect.promise(() => driver.close())
+        (driver) => Effect.promise(() => driver.close().catch(() => undefined))
       )
-      const applied = yield* Effect.tryPromise({ try: () => migrate(driver), catch: (cause) => new DatabaseError({ cause }) })
+      // postgres.js connects on the first statement: a database that cannot be reached or entered fails here.
+      const applied = yield* Effect.tryPromise({
+        try: () => migrate(driver),
+        catch: (cause) =>
+          new StartupError({
+            message: Option.isSome(url) && isOpenFailure(cause)
+              ? postgresOpenFailure(url.value, cause)
+              : `the database refused the migrations: ${oneLine(cause instanceof Error ? cause.message : String(cause))}`
+          })
+      })
       yield* Effect.logInfo("database ready").pipe(
         Effect.annotateLogs({ store: driver.kind, migrationsApplied: applied.join(",") || "none" })
       )

@@ -1,0 +1,146 @@
+import { spawnSync } from "node:child_process"
+import { once } from "node:events"
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createServer, type Server } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { AppConfig, StartupError } from "../src/config.ts"
+import { ServerLive } from "../src/server.ts"
+import { postgresAdminUrl } from "./support/databases.ts"
+import { freePort, serverEntry } from "@petstore/test-support"
+
+const scratch = mkdtempSync(join(tmpdir(), "petstore-startup-failures-"))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+/** Starts the real server process and waits for it to stop by itself. */
+const start = (env: Record<string, string>) =>
+  spawnSync(process.execPath, [serverEntry()], {
+    env: { PATH: process.env.PATH ?? "", HOST: "127.0.0.1", ...env },
+    encoding: "utf8",
+    timeout: 30_000
+  })
+
+/** Exit 1 and one line on stderr, `petstore: cannot start: …`, and no stack trace anywhere. */
+const expectOneLineFailure = (result: ReturnType<typeof start>) => {
+  expect(result.status, result.stderr).toBe(1)
+  const lines = result.stderr.trimEnd().split("\n")
+  expect(lines).toHaveLength(1)
+  expect(`${result.stdout}${result.stderr}`).not.toMatch(/\n\s+at /)
+  return lines[0]!
+}
+
+describe("a server that cannot start stops with one line naming the cause", () => {
+  let occupied: Server
+  let busyPort: number
+
+  beforeAll(async () => {
+    occupied = createServer().listen(0, "127.0.0.1")
+    await once(occupied, "listening")
+    busyPort = (occupied.address() as { port: number }).port
+  })
+  afterAll(() => occupied?.close())
+
+  it("PORT in use: said before the database is opened", async () => {
+    const dataDir = join(scratch, "port-in-use")
+    const line = expectOneLineFailure(start({ PORT: String(busyPort), DATA_DIR: dataDir }))
+    expect(line).toBe(`petstore: cannot start: PORT: 127.0.0.1:${busyPort} is already in use`)
+    // PGlite creates DATA_DIR when it opens: it never did.
+    expect(existsSync(dataDir)).toBe(false)
+  })
+
+  it("ADMIN_PORT in use", async () => {
+    const dataDir = join(scratch, "admin-port-in-use")
+    const line = expectOneLineFailure(start({
+      PORT: String(await freePort()),
+      ADMIN_PORT: String(busyPort),
+      ADMIN_TOKEN: "test-admin-token-not-a-secret",
+      DATA_DIR: dataDir
+    }))
+    expect(line).toBe(`petstore: cannot start: ADMIN_PORT: 127.0.0.1:${busyPort} is already in use`)
+    expect(existsSync(dataDir)).toBe(false)
+  })
+
+  it("ADMIN_PORT equal to PORT: said before the database is opened", async () => {
+    const dataDir = join(scratch, "same-ports")
+    const port = String(await freePort())
+    const line = expectOneLineFailure(start({
+      PORT: port,
+      ADMIN_PORT: port,
+      ADMIN_HOST: "127.0.0.1",
+      ADMIN_TOKEN: "test-admin-token-not-a-secret",
+      DATA_DIR: dataDir
+    }))
+    expect(line).toBe(`petstore: cannot start: ADMIN_PORT: 127.0.0.1:${port} is already in use`)
+    expect(existsSync(dataDir)).toBe(false)
+  })
+
+  it("a port taken between the check and the listen fails the same way, not as an empty ServeError", async () => {
+    // In-process, where nothing checks the ports first: the listen itself meets the busy port.
+    const config = AppConfig.layerWith({
+      host: "127.0.0.1",
+      port: busyPort,
+      adminToken: Option.none(),
+      metricsPublic: false,
+      databaseUrl: Option.none(),
+      dataDir: ":memory:",
+      logLevel: "None"
+    })
+    const exit = await Effect.runPromiseExit(Effect.scoped(Layer.build(ServerLive.pipe(Layer.provide(config)))))
+    expect(Exit.isFailure(exit)).toBe(true)
+    const error = Cause.squash((exit as Exit.Failure<unknown, unknown>).cause)
+    expect(error).toBeInstanceOf(StartupError)
+    expect((error as StartupError).message).toBe(`PORT: 127.0.0.1:${busyPort} is already in use`)
+  })
+
+  it("DATA_DIR that is a file", async () => {
+    const file = join(scratch, "a-file")
+    writeFileSync(file, "not a directory")
+    const line = expectOneLineFailure(start({ PORT: String(await freePort()), DATA_DIR: file }))
+    expect(line).toBe(`petstore: cannot start: DATA_DIR (${file}): not a directory`)
+  })
+
+  it("DATA_DIR whose parent does not exist", async () => {
+    const dataDir = join(scratch, "missing", "data")
+    const line = expectOneLineFailure(start({ PORT: String(await freePort()), DATA_DIR: dataDir }))
+    expect(line).toBe(`petstore: cannot start: DATA_DIR (${dataDir}): its parent directory does not exist`)
+  })
+
+  it("DATABASE_URL where nothing listens, without showing its password", async () => {
+    const port = await freePort()
+    const result = start({
+      PORT: String(await freePort()),
+      DATABASE_URL: `postgres://petstore:not-the-real-password@127.0.0.1:${port}/petstore`
+    })
+    const line = expectOneLineFailure(result)
+    expect(line).toBe(
+      `petstore: cannot start: DATABASE_URL (127.0.0.1:${port}/petstore): connection refused: is PostgreSQL running there?`
+    )
+    expect(`${result.stdout}${result.stderr}`).not.toContain("not-the-real-password")
+  })
+
+  describe.runIf(postgresAdminUrl !== undefined)("on PostgreSQL", () => {
+    const urlWith = (change: (url: URL) => void) => {
+      const url = new URL(postgresAdminUrl!)
+      change(url)
+      return url.toString()
+    }
+
+    it("DATABASE_URL naming a database that does not exist", async () => {
+      const url = urlWith((url) => (url.pathname = "/petstore_no_such_database"))
+      const line = expectOneLineFailure(start({ PORT: String(await freePort()), DATABASE_URL: url }))
+      expect(line).toMatch(/^petstore: cannot start: DATABASE_URL \([^)]*\/petstore_no_such_database\): /)
+      expect(line).toMatch(/database "petstore_no_such_database" does not exist$/)
+    })
+
+    it("DATABASE_URL naming a role that does not exist", async () => {
+      const url = urlWith((url) => (url.username = "petstore_no_such_role"))
+      const line = expectOneLineFailure(start({ PORT: String(await freePort()), DATABASE_URL: url }))
+      // Under password authentication PostgreSQL does not say whether the role exists.
+      expect(line).toMatch(
+        /^petstore: cannot start: DATABASE_URL \([^)]*\): (role "petstore_no_such_role" does not exist|password authentication failed for user "petstore_no_such_role")$/
+      )
+    })
+  })
+})
