@@ -89,6 +89,34 @@ describe("the suite against the fault-free fixture", () => {
     expect(fixture.windowsOpened(fixture.keys.free[1]!)).toBe(2)
   })
 
+  it("does not take a minute window that resets between two calls of GET /v1/rate_limit for a call that cost quota", async () => {
+    let offset = 0
+    let rateLimitCalls = 0
+    // The second call arrives in the next window, whose remaining count is whole again.
+    const fixture = await start({
+      clock: () => Date.now() + offset,
+      onRequest: (request) => {
+        if (request.url?.startsWith("/v1/rate_limit") && ++rateLimitCalls === 2) offset += 61_000
+      }
+    })
+    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2 }), grep: "free.rate-limit-endpoint" })
+    expect(failures(result)).toEqual([])
+    expect(idsWith(result, "pass")).toEqual(["free.rate-limit-endpoint"])
+  })
+
+  it("does not report a key as unlimited when its minute window reset between the 429 and GET /v1/rate_limit", async () => {
+    let offset = 0
+    const fixture = await start({
+      clock: () => Date.now() + offset,
+      onRequest: (request) => {
+        if (request.url?.startsWith("/v1/rate_limit")) offset += 61_000
+      }
+    })
+    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2 }), grep: "free.limited-status" })
+    expect(failures(result)).toEqual([])
+    expect(result.results[0]).toMatchObject({ id: "free.limited-status", status: "skip", reason: expect.stringContaining("window reset") })
+  })
+
   it("with --daily paces requests under the minute quota until the daily quota binds", async () => {
     const fixture = await start({ minuteSeconds: 2, enterpriseLimits: { perMinute: 5, perDay: 12 } })
     const progress: Array<string> = []
