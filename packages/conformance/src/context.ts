@@ -17,4 +17,4 @@ export interface RunContext {
 export const GENERAL_PHASE = "general"
 
 /** How to give a key of the plan, in the command line's terms (none of which puts a key on the command line). */
-export const keyHint = (plan: Plan) => `a ${plan}=KEY line in --keys-file, or CONFORMANCE_KEY_${plan.toUpperCase()}`
+export const keyHint = (plan: Plan) => `add ${plan}=KEY to the --keys-file, or set CONFORMANCE_KEY_${plan.toUpperCase()}`

@@ -61,7 +61,7 @@ describe("the suite against the fault-free fixture", () => {
     expect(result.results.length).toBeGreaterThan(5)
     for (const check of result.results) {
       expect(check.status).toBe("skip")
-      expect(check.reason).toContain("no free key given: a free=KEY line in --keys-file, or CONFORMANCE_KEY_FREE")
+      expect(check.reason).toContain("no free key given: add free=KEY to the --keys-file, or set CONFORMANCE_KEY_FREE")
     }
   })
 
