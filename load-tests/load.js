@@ -2,7 +2,7 @@
 /**
  * load.js — the expected production mix at a target arrival rate.
  *
- *   k6 run -e BASE_URL=http://localhost:8080/v1 -e API_KEYS=psk_a,psk_b,… load-tests/load.js
+ *   API_KEYS=psk_a,psk_b,… k6 run -e BASE_URL=http://localhost:8080/v1 load-tests/load.js
  *
  * Traffic: about 80% GET /v1/pets (a third of them filtered by status, half of them following a
  * `Link: rel="next"` from an earlier page), 15% POST /v1/pets and 5% GET /v1/pets/{petId}, one request per
@@ -64,7 +64,7 @@ export const options = {
 export function setup() {
   const capacity = verifyKeys(BASE_URL, KEYS);
   warnOnCapacity(capacity, RATE, DURATION.seconds);
-  return { seedIds: seedPets(BASE_URL, KEYS[0] ?? "", envPositiveInt("SEED_PETS", 10)) };
+  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) };
 }
 
 /** @param {{ seedIds: number[] }} data */

@@ -3,9 +3,10 @@
  * rate-limits.js — the quotas hold exactly, every 429 is well-formed, and a client that honours
  * Retry-After is never banned.
  *
- *   k6 run -e BASE_URL=http://localhost:8080/v1 \
- *     -e API_KEY_FREE=psk_… -e API_KEY_PRO=psk_… -e API_KEY_BUSINESS=psk_… -e API_KEY_RETRY=psk_… \
- *     load-tests/rate-limits.js
+ *   API_KEY_FREE=psk_… API_KEY_PRO=psk_… API_KEY_BUSINESS=psk_… API_KEY_RETRY=psk_… \
+ *     k6 run -e BASE_URL=http://localhost:8080/v1 load-tests/rate-limits.js
+ *
+ * (Keys go in the environment, never in -e arguments, which any user of the machine can read.)
  *
  * Scenarios, all running at once for DURATION (default 100 s):
  *   quota_<plan>        one key of the plan, GET /v1/pets?limit=1 at a constant RATE_FACTOR × the plan's
@@ -78,7 +79,7 @@ const KEY_VARIABLES = { free: "API_KEY_FREE", pro: "API_KEY_PRO", business: "API
 
 /** @type {PlanName[]} */
 const PLAN_NAMES = [];
-for (const name of (envString("PLANS") ?? "free,pro,business").split(",")) {
+for (const name of (envString("PLANS") || "free,pro,business").split(",")) {
   const plan = name.trim();
   if (plan === "free" || plan === "pro" || plan === "business") PLAN_NAMES.push(plan);
   else if (plan !== "") throw new Error(`PLANS: unknown plan ${JSON.stringify(plan)} (free, pro, business)`);
@@ -88,7 +89,15 @@ for (const name of (envString("PLANS") ?? "free,pro,business").split(",")) {
 const KEYS = {};
 for (const plan of PLAN_NAMES) KEYS[plan] = requireEnv(KEY_VARIABLES[plan]);
 
-const HONOUR_KEY = HONOUR ? envString("API_KEY_RETRY") ?? (envString("API_KEYS") ?? "").split(",")[0]?.trim() : undefined;
+/** @returns {string | undefined} the honouring client's key: API_KEY_RETRY, else the first of API_KEYS */
+function honourKey() {
+  const own = envString("API_KEY_RETRY");
+  if (own !== undefined) return own;
+  const first = (envString("API_KEYS") || "").split(",")[0];
+  return first === undefined ? undefined : first.trim();
+}
+
+const HONOUR_KEY = HONOUR ? honourKey() : undefined;
 if (HONOUR && (HONOUR_KEY === undefined || HONOUR_KEY === "")) {
   throw new Error("API_KEY_RETRY (or API_KEYS) is required for the honour_retry_after scenario, or set HONOUR=false");
 }
@@ -245,7 +254,7 @@ function errorCode(res) {
  */
 export function setup() {
   /** @type {Array<{ variable: string, key: string, plan: PlanName | undefined }>} */
-  const keys = PLAN_NAMES.map((plan) => ({ variable: KEY_VARIABLES[plan], key: KEYS[plan] ?? "", plan }));
+  const keys = PLAN_NAMES.map((plan) => ({ variable: KEY_VARIABLES[plan], key: KEYS[plan] || "", plan }));
   if (HONOUR_KEY !== undefined) keys.push({ variable: "API_KEY_RETRY", key: HONOUR_KEY, plan: undefined });
   let waitSeconds = 0;
   for (const { variable, key, plan } of keys) {
@@ -274,7 +283,7 @@ export function setup() {
     }
     if (body.minute.remaining !== limit) {
       // Wait for the server's next minute, by the server's own clock.
-      const date = Date.parse(header(res, "Date") ?? "");
+      const date = Date.parse(header(res, "Date") || "");
       const reset = typeof body.minute.reset === "number" ? body.minute.reset : 0;
       const now = isFinite(date) ? date / 1000 : Date.now() / 1000;
       waitSeconds = Math.max(waitSeconds, Math.min(61, reset - now + 1));
@@ -292,7 +301,7 @@ export function quota() {
   const limits = PLANS[plan];
   const layout = windowLayout();
   const res = http.get(`${BASE_URL}/pets?limit=1`, {
-    headers: authHeaders(KEYS[plan] ?? ""),
+    headers: authHeaders(KEYS[plan] || ""),
     tags: { name: "GET /v1/pets?limit=1" }
   });
   const index = windowIndex(res, layout.firstReset);
@@ -318,13 +327,13 @@ export function quota() {
 }
 
 /**
- * The honouring client's iteration: one request; after a 429, Retry-After seconds of sleep (or what is
- * left of the scenario), else 1/HONOUR_RPS seconds.
+ * The honouring client's iteration: one request; after a 429, Retry-After seconds of sleep, else
+ * 1/HONOUR_RPS seconds.
  */
 export function honour() {
   const layout = windowLayout();
   const res = http.get(`${BASE_URL}/pets?limit=1`, {
-    headers: authHeaders(HONOUR_KEY ?? ""),
+    headers: authHeaders(HONOUR_KEY || ""),
     tags: { name: "GET /v1/pets?limit=1" }
   });
   const index = windowIndex(res, layout.firstReset);
@@ -342,6 +351,8 @@ export function honour() {
     "honour 429: Retry-After (whole seconds) = seconds to the minute's reset, Error body rate_limited":
       (r) => minuteLimitedConsistent(r)
   });
-  const left = (exec.scenario.startTime + DURATION.seconds * 1000 - Date.now()) / 1000;
-  sleep(Math.max(0, Math.min(retryAfterSeconds(res) ?? 1, left)));
+  // The whole Retry-After, even past the scenario's end (its gracefulStop ends the sleep). A sleep cut at
+  // the end races the executor: k6 may start one more iteration first, and its request, sent before
+  // Retry-After elapsed, is refused again in the same window: the client's fault, not the server's.
+  sleep(retryAfterSeconds(res) || 1);
 }

@@ -2,7 +2,7 @@
 /**
  * smoke.js — every operation and every documented status code once, one VU, one iteration.
  *
- *   k6 run -e BASE_URL=http://localhost:8080/v1 -e API_KEY_FREE=psk_… load-tests/smoke.js
+ *   API_KEY_FREE=psk_… k6 run -e BASE_URL=http://localhost:8080/v1 load-tests/smoke.js
  *
  * Each request declares the status it expects (a per-request `responseCallback`), so http_req_failed
  * counts exactly the requests that got another status. Each answer is checked for its body (Pet, Pets or
@@ -98,12 +98,12 @@ export const options = {
  * @returns {Response}
  */
 function call(method, url, expect, request) {
-  const req = request ?? {};
+  const req = request || {};
   /** @type {Record<string, string>} */
-  const headers = Object.assign(req.key === undefined ? {} : authHeaders(req.key), req.headers ?? {});
+  const headers = Object.assign(req.key === undefined ? {} : authHeaders(req.key), req.headers || {});
   /** @type {Params} */
-  const params = { headers, responseCallback: EXPECT[expect], tags: { name: req.name ?? `${method} ${url}` } };
-  return http.request(method, /^https?:/.test(url) ? url : BASE_URL + url, req.body ?? null, params);
+  const params = { headers, responseCallback: EXPECT[expect], tags: { name: req.name || `${method} ${url}` } };
+  return http.request(method, /^https?:/.test(url) ? url : BASE_URL + url, req.body === undefined ? null : req.body, params);
 }
 
 /** What the free key's X-RateLimit-Remaining was after its last request. */
@@ -131,10 +131,10 @@ function verifyFree(label, res, status, cost, more) {
     [`${label}: status ${status}`]: (r) => r.status === status,
     [`${label}: rate-limit headers agree with each other and the free plan`]: (r) => rateLimitHeadersConsistent(r, PLANS.free),
     [`${label}: X-RateLimit-Remaining went down by ${cost}`]: () =>
-      !sameWindow || info.remaining === Math.max(0, (spent.remaining ?? 0) - cost)
+      !sameWindow || info.remaining === Math.max(0, (spent.remaining || 0) - cost)
   };
-  for (const name of Object.keys(more ?? {})) {
-    const checker = (more ?? {})[name];
+  for (const name of Object.keys(more || {})) {
+    const checker = (more || {})[name];
     if (checker !== undefined) checks[`${label}: ${name}`] = checker;
   }
   check(res, checks);
@@ -147,7 +147,7 @@ function verifyFree(label, res, status, cost, more) {
  * @returns {boolean} whether the response carries the deprecation headers of GET /v1/pets/{petId}
  */
 function deprecated(res) {
-  const link = header(res, "Link") ?? "";
+  const link = header(res, "Link") || "";
   return header(res, "Deprecation") === DEPRECATION && header(res, "Sunset") === SUNSET &&
     /<[^>]*\/v1\/pets>\s*;\s*rel="?successor-version"?/.test(link);
 }
@@ -178,7 +178,7 @@ function ensureQuota() {
     return;
   }
   if (typeof minute.remaining === "number" && minute.remaining < NEEDED && typeof minute.reset === "number") {
-    const now = Date.parse(header(res, "Date") ?? "") / 1000;
+    const now = Date.parse(header(res, "Date") || "") / 1000;
     const wait = Math.min(61, minute.reset - (isFinite(now) ? now : Date.now() / 1000) + 1);
     console.log(`API_KEY_FREE has ${minute.remaining} requests left this minute: waiting ${Math.ceil(wait)} s`);
     sleep(Math.max(0, wait));
@@ -380,7 +380,7 @@ export default function () {
     verifyFree("DELETE /v1/pets", res, 405, 1, {
       "Error method_not_allowed": (r) => isErrorBody(r, "method_not_allowed"),
       "Allow: GET, POST": (r) => {
-        const allow = (header(r, "Allow") ?? "").split(",").map((method) => method.trim());
+        const allow = (header(r, "Allow") || "").split(",").map((method) => method.trim());
         return allow.indexOf("GET") >= 0 && allow.indexOf("POST") >= 0 && allow.indexOf("DELETE") < 0;
       }
     });
@@ -417,7 +417,7 @@ export default function () {
     verifyFree("GET /v1/pets over the quota", limited, 429, 0, {
       "Retry-After (whole seconds) = seconds to the reset, Error rate_limited, nothing remaining": (r) => minuteLimitedConsistent(r)
     });
-    const reset = rateLimitInfo(limited).reset ?? 0;
+    const reset = rateLimitInfo(limited).reset || 0;
     const status = call("GET", "/rate_limit", 200, { key: KEY, name: "GET /v1/rate_limit" });
     check(status, {
       "GET /v1/rate_limit while limited: 200, minute spent": (r) => {

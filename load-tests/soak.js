@@ -2,8 +2,8 @@
 /**
  * soak.js — a long steady run that watches for latency drift, late errors and (optionally) memory growth.
  *
- *   k6 run -e BASE_URL=http://localhost:8080/v1 -e API_KEYS=psk_a,psk_b,… load-tests/soak.js            # 90 s, CI-sized
- *   k6 run -e DURATION=2h -e BASE_URL=… -e API_KEYS=… -e METRICS_URL=… load-tests/soak.js               # a real soak
+ *   API_KEYS=psk_a,psk_b,… k6 run -e BASE_URL=http://localhost:8080/v1 load-tests/soak.js              # 90 s, CI-sized
+ *   METRICS_URL=http://127.0.0.1:8081/metrics METRICS_TOKEN=… k6 run -e DURATION=2h load-tests/soak.js     # a real soak
  *
  * The load.js mix at a constant RATE for DURATION. The run is cut into phases by elapsed time, and every
  * request and latency sample carries its phase as the tag `phase`: `warmup` (first 10%), `early` (10–30%),
@@ -11,8 +11,8 @@
  *   - both phases have the same absolute latency thresholds, and the late phase its own error threshold;
  *   - `latency_drift` is the share of late requests slower than their VU's own early p95 times DRIFT_FACTOR
  *     (and at least DRIFT_MIN_MS slower): about 0 when nothing drifts, whatever the absolute latency.
- * With METRICS_URL (a Prometheus text endpoint of the server, e.g. http://localhost:8080/metrics, which the
- * server does not have yet), a second scenario samples the server's resident memory every SAMPLE_INTERVAL:
+ * With METRICS_URL (the server's Prometheus text endpoint, GET /metrics on its admin listener, e.g.
+ * http://127.0.0.1:8081/metrics), a second scenario samples the server's resident memory every SAMPLE_INTERVAL:
  * `server_rss_bytes`, and `server_rss_growth`, its ratio to the sample taken at the end of the warm-up.
  * Without it, sample RSS with `ps` alongside the run (load-tests/README.md shows how).
  *
@@ -26,7 +26,7 @@
  *   MAX_ERROR_RATE       share of failed requests allowed, 429s excluded, overall and in the late phase (default 0.01)
  *   MAX_429_RATE         share of iterations refused for quota allowed (default 0.02)
  *   DRIFT_FACTOR, DRIFT_MIN_MS, MAX_DRIFT_RATE   the latency_drift threshold (defaults 2, 20 and 0.05)
- *   METRICS_URL          optional Prometheus text endpoint; METRICS_TOKEN its bearer token, if any
+ *   METRICS_URL          optional Prometheus text endpoint; METRICS_TOKEN its bearer token (the admin token), if any
  *   RSS_METRIC           the metric to read there (default process_resident_memory_bytes)
  *   SAMPLE_INTERVAL      seconds between memory samples (default 5)
  *   MAX_RSS_GROWTH       the largest allowed ratio of the last sample to the warm-up one (default 1.5)
@@ -50,7 +50,7 @@ const DRIFT_FACTOR = envNumber("DRIFT_FACTOR", 2);
 const DRIFT_MIN_MS = envNumber("DRIFT_MIN_MS", 20);
 const METRICS_URL = envString("METRICS_URL");
 const METRICS_TOKEN = envString("METRICS_TOKEN");
-const RSS_METRIC = envString("RSS_METRIC") ?? "process_resident_memory_bytes";
+const RSS_METRIC = envString("RSS_METRIC") || "process_resident_memory_bytes";
 const SAMPLE_INTERVAL = envNumber("SAMPLE_INTERVAL", 5);
 
 /** Share of late-phase requests slower than their VU's early p95 × DRIFT_FACTOR. */
@@ -104,7 +104,7 @@ function phase() {
 export function setup() {
   const capacity = verifyKeys(BASE_URL, KEYS);
   warnOnCapacity(capacity, RATE, DURATION.seconds);
-  return { seedIds: seedPets(BASE_URL, KEYS[0] ?? "", envPositiveInt("SEED_PETS", 10)) };
+  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) };
 }
 
 /** Per-VU: the early phase's latencies, then the p95 computed from them. */
@@ -148,7 +148,7 @@ export function sampleMemory() {
   const params = METRICS_TOKEN === undefined
     ? { tags: { name: "metrics" } }
     : { tags: { name: "metrics" }, headers: { Authorization: `Bearer ${METRICS_TOKEN}` } };
-  const res = http.get(METRICS_URL ?? "", params);
+  const res = http.get(METRICS_URL || "", params);
   const value = res.status === 200 && typeof res.body === "string" ? metricValue(res.body, RSS_METRIC) : undefined;
   check(res, { [`metrics: ${RSS_METRIC} is exposed`]: () => value !== undefined });
   if (value !== undefined) {

@@ -2,7 +2,7 @@
 /**
  * stress.js — finds the knee: the arrival rate past which latency or errors climb.
  *
- *   k6 run -e BASE_URL=http://localhost:8080/v1 -e API_KEYS=psk_a,psk_b,… load-tests/stress.js
+ *   API_KEYS=psk_a,psk_b,… k6 run -e BASE_URL=http://localhost:8080/v1 load-tests/stress.js
  *
  * The same traffic mix as load.js, at an arrival rate that climbs linearly from START_RATE to MAX_RATE over
  * RAMP_DURATION (then holds MAX_RATE for HOLD_DURATION). The climb is cut into BANDS equal bands of target
@@ -116,7 +116,7 @@ export const options = {
 export function setup() {
   const capacity = verifyKeys(BASE_URL, KEYS);
   warnOnCapacity(capacity, MAX_RATE, RAMP.seconds + HOLD.seconds);
-  return { seedIds: seedPets(BASE_URL, KEYS[0] ?? "", envPositiveInt("SEED_PETS", 10)) };
+  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) };
 }
 
 /** @param {{ seedIds: number[] }} data */

@@ -55,7 +55,7 @@ export function bodyJson(res) {
   if (typeof res.body !== "string" || res.body === "") return undefined;
   try {
     return JSON.parse(res.body);
-  } catch {
+  } catch (_notJson) {
     return undefined;
   }
 }
@@ -137,7 +137,7 @@ export function nextLink(res) {
   if (link === undefined) return undefined;
   for (const part of link.split(",")) {
     const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(part);
-    if (match !== null && /(^|;)\s*rel="?next"?\s*(;|$)/.test(match[2] ?? "")) return match[1];
+    if (match !== null && /(^|;)\s*rel="?next"?\s*(;|$)/.test(match[2] || "")) return match[1];
   }
   return undefined;
 }
@@ -212,10 +212,21 @@ export function rateLimitInfo(res) {
 }
 
 /**
+ * How far, in whole seconds, a response's `Date` may stand from the moment the server took its quota
+ * decision: both fall within the request's round trip, and both are rounded to whole seconds. 1 s for
+ * rounding; a slow answer (a loaded server) may take its whole round trip between the two.
+ * @param {Response} res
+ * @returns {number}
+ */
+function dateSlack(res) {
+  return Math.max(1, Math.ceil(res.timings.duration / 1000));
+}
+
+/**
  * The checks every `/v1` response passes: the three X-RateLimit headers are whole numbers, RateLimit-Policy
  * and RateLimit describe the minute (and, for a key, the day) with the plan's quotas, the X- headers
  * describe the binding window (the one with fewer requests left; on a tie, the minute), and its Reset is a
- * window boundary `t` seconds after the response's `Date` (± 1 s for rounding).
+ * window boundary `t` seconds after the response's `Date` (± `dateSlack`).
  * @param {Response} res
  * @param {{ perMinute: number, perDay: number }} [plan] the key's plan; none for a request without a valid key
  * @returns {boolean}
@@ -243,7 +254,7 @@ export function rateLimitHeadersConsistent(res, plan) {
   const date = header(res, "Date");
   if (date !== undefined) {
     const now = Math.floor(Date.parse(date) / 1000);
-    if (isFinite(now) && Math.abs(info.reset - now - binding.t) > 1) return false;
+    if (isFinite(now) && Math.abs(info.reset - now - binding.t) > dateSlack(res)) return false;
   }
   return true;
 }
@@ -261,7 +272,7 @@ export function retryAfterSeconds(res) {
 /**
  * Whether a 429 for the minute window is consistent: Error body with `code` rate_limited, Retry-After in
  * whole seconds equal to the minute's seconds to reset (at least 1), nothing remaining in the minute,
- * and X-RateLimit-Reset − Date = Retry-After (± 1 s for the Date header's rounding).
+ * and X-RateLimit-Reset − Date = Retry-After (± `dateSlack`).
  * @param {Response} res
  * @returns {boolean}
  */
@@ -275,7 +286,7 @@ export function minuteLimitedConsistent(res) {
   const date = header(res, "Date");
   if (date !== undefined) {
     const now = Math.floor(Date.parse(date) / 1000);
-    if (isFinite(now) && Math.abs(info.reset - now - retryAfter) > 1) return false;
+    if (isFinite(now) && Math.abs(info.reset - now - retryAfter) > dateSlack(res)) return false;
   }
   return true;
 }

@@ -84,7 +84,7 @@ export function parseDuration(text) {
  * @returns {{ text: string, seconds: number }} the duration as k6 takes it (`text`) and in seconds
  */
 export function envDuration(name, fallback) {
-  const raw = envString(name) ?? fallback;
+  const raw = envString(name) || fallback;
   const seconds = parseDuration(raw);
   if (seconds === undefined) throw new Error(`${name} must be a duration such as 90s, 5m or 1h30m, got ${JSON.stringify(raw)}`);
   // k6 wants a unit; a bare number means seconds here.
@@ -93,7 +93,7 @@ export function envDuration(name, fallback) {
 
 /** @returns {string} BASE_URL without a trailing slash: the address of the API, `/v1` included. */
 export function baseUrl() {
-  const url = (envString("BASE_URL") ?? "http://localhost:8080/v1").replace(/\/+$/, "");
+  const url = (envString("BASE_URL") || "http://localhost:8080/v1").replace(/\/+$/, "");
   if (!/^https?:\/\//.test(url)) throw new Error(`BASE_URL must start with http:// or https://, got ${JSON.stringify(url)}`);
   if (!/\/v1$/.test(url)) throw new Error(`BASE_URL must end in the version segment /v1, got ${JSON.stringify(url)}`);
   return url;
@@ -119,7 +119,7 @@ export function apiKeys() {
  * @returns {{ list: number, create: number, get: number }}
  */
 export function trafficMix() {
-  const raw = envString("MIX") ?? "80,15,5";
+  const raw = envString("MIX") || "80,15,5";
   const parts = raw.split(",").map((part) => Number(part.trim()));
   const [list, create, get] = parts;
   if (parts.length !== 3 || list === undefined || create === undefined || get === undefined ||

@@ -71,7 +71,7 @@ function somePetId(seedIds) {
  * @returns {Response | undefined} the response, or undefined when every key was waiting out a Retry-After
  */
 export function mixedIteration(options) {
-  const extraTags = options.tags ?? {};
+  const extraTags = options.tags || {};
   const keyIndex = pickKey(options.keys);
   const roll = Math.random();
   const op = roll < options.mix.list ? "list" : roll < options.mix.list + options.mix.create ? "create" : "get";
@@ -80,13 +80,13 @@ export function mixedIteration(options) {
     rateLimited.add(true, Object.assign({ op }, extraTags));
     return undefined;
   }
-  const key = options.keys[keyIndex] ?? "";
+  const key = options.keys[keyIndex] || "";
 
   /** @type {Response} */
   let res;
   if (op === "list") {
     const follow = state.next !== undefined && Math.random() < 0.5;
-    const status = PET_STATUSES[Math.floor(Math.random() * PET_STATUSES.length)] ?? "available";
+    const status = PET_STATUSES[Math.floor(Math.random() * PET_STATUSES.length)] || "available";
     const url = follow && state.next !== undefined
       ? state.next
       : `${options.baseUrl}/pets?limit=20${Math.random() < 1 / 3 ? `&status=${status}` : ""}`;
@@ -102,7 +102,7 @@ export function mixedIteration(options) {
     const pet = {
       name: `load-${exec.vu.idInTest}-${exec.scenario.iterationInTest}`,
       categoryId: 1 + Math.floor(Math.random() * 10),
-      status: PET_STATUSES[Math.floor(Math.random() * PET_STATUSES.length)] ?? "available"
+      status: PET_STATUSES[Math.floor(Math.random() * PET_STATUSES.length)] || "available"
     };
     res = http.post(`${options.baseUrl}/pets`, JSON.stringify(pet), {
       headers: jsonHeaders(key),
@@ -121,7 +121,7 @@ export function mixedIteration(options) {
     }, Object.assign({ op }, extraTags));
   } else {
     const id = somePetId(options.seedIds);
-    res = http.get(`${options.baseUrl}/pets/${id ?? 1}`, {
+    res = http.get(`${options.baseUrl}/pets/${id === undefined ? 1 : id}`, {
       headers: authHeaders(key),
       tags: Object.assign({ op, name: "GET /v1/pets/{petId}" }, extraTags)
     });
@@ -135,7 +135,7 @@ export function mixedIteration(options) {
 
   rateLimited.add(res.status === 429, Object.assign({ op }, extraTags));
   if (res.status === 429) {
-    const seconds = retryAfterSeconds(res) ?? 1;
+    const seconds = retryAfterSeconds(res) || 1;
     state.limitedUntil[keyIndex] = Date.now() + seconds * 1000;
     check(res, { "429: Retry-After in whole seconds": () => retryAfterSeconds(res) !== undefined }, { op });
   } else if (res.status !== 0) {

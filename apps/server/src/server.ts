@@ -6,6 +6,7 @@ import { createServer } from "node:http"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, describeConfig } from "./config.ts"
 import { Database } from "./db/Database.ts"
+import { answerClientError } from "./http/clientError.ts"
 import { renderUnrouted } from "./http/errors.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.ts"
@@ -19,8 +20,12 @@ export class ListenAddresses extends Context.Service<ListenAddresses, {
   readonly admin: Option.Option<string>
 }>()("@petstore/server/ListenAddresses") {}
 
-/** Path parameters up to 1,000 characters reach their route (and its validation) instead of the catch-all. */
-const routerConfig = { maxParamLength: 1_000 }
+/**
+ * Path parameters up to 1,000 characters reach their route (and its validation) instead of the catch-all.
+ * Paths match as the contract spells them: `/v1/pets/`, `/v1//pets` and `/v1/PETS` are unknown paths (404),
+ * where the router's defaults would answer them as `/v1/pets`.
+ */
+const routerConfig = { maxParamLength: 1_000, ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, caseSensitive: true }
 
 /**
  * A client gets 10 s to send its headers and 30 s for the whole request, checked
@@ -45,7 +50,9 @@ const listen = <E, R>(routes: Layer.Layer<never, E, R>, options: { readonly host
     const handler = Effect.catchCause(router, renderUnrouted)
     const context = yield* Layer.build(
       HttpServer.serve(handler).pipe(
-        Layer.provideMerge(NodeHttpServer.layerServer(() => createServer(slowClientLimits), options))
+        Layer.provideMerge(
+          NodeHttpServer.layerServer(() => createServer(slowClientLimits).on("clientError", answerClientError), options)
+        )
       )
     )
     return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)

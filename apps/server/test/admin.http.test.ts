@@ -17,11 +17,23 @@ describeOnEachBackend("admin API", ({ name }) => {
   })
   afterAll(() => server?.stop())
 
-  it("answers 401 without the admin token, and with an API key in its place", async () => {
-    expectError(await send(`${server.adminUrl}/admin/keys`), 401, "unauthorized")
-    expectError(await admin("/keys", {}, "wrong-token-wrong-token"), 401, "unauthorized")
+  it("answers 401 without the admin token, and with an API key in its place, with a bearer challenge", async () => {
+    const without = await send(`${server.adminUrl}/admin/keys`)
+    expectError(without, 401, "unauthorized")
+    expect(without.headers.get("www-authenticate")).toBe(`Bearer realm="petstore-admin"`)
     const { key } = await server.createKey("free")
-    expectError(await admin("/keys", {}, key), 401, "unauthorized")
+    for (const token of ["wrong-token-wrong-token", key]) {
+      const refused = await admin("/keys", {}, token)
+      expectError(refused, 401, "unauthorized")
+      expect(refused.headers.get("www-authenticate")).toBe(`Bearer realm="petstore-admin", error="invalid_token"`)
+    }
+  })
+
+  it("answers GET /metrics without the admin token with 401 and a bearer challenge", async () => {
+    const refused = await send(`${server.adminUrl}/metrics`)
+    expectError(refused, 401, "unauthorized")
+    expect(refused.headers.get("www-authenticate")).toBe(`Bearer realm="petstore-admin"`)
+    expect((await send(`${server.adminUrl}/metrics`, { headers: bearer(ADMIN_TOKEN) })).status).toBe(200)
   })
 
   it.each(["free", "pro", "business"] as const)("issues a %s key with the plan's limits", async (plan) => {
@@ -105,4 +117,11 @@ describeOnEachBackend("admin API", ({ name }) => {
     expectError(answer, 405, "method_not_allowed")
     expect(answer.headers.get("allow")).toBe("POST, GET, HEAD")
   })
+
+  it.each([["GET", "/keys/"], ["DELETE", "/keys/"], ["PATCH", "/keys/"], ["GET", "/KEYS"], ["DELETE", "//keys/key_0000000000000000"]])(
+    "answers %s /admin%s, a path the contract does not have, with 404",
+    async (method, path) => {
+      expectError(await admin(path, { method, ...(method === "PATCH" ? { body: "{}" } : {}) }), 404, "not_found")
+    }
+  )
 })

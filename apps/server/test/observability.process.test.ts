@@ -89,6 +89,13 @@ describe("observability", () => {
     expect(text).toMatch(/quota_refusals_total\{[^}]*plan="enterprise"[^}]*reason="rate_limited"[^}]*\} 1/)
     expect(text).toMatch(/quota_store_duration_seconds_count\{[^}]*store="memory"/)
     expect(text).toMatch(/database_queries_in_flight/)
+    // The process's own gauges, which load-tests/soak.js watches through this endpoint.
+    expect(text).toMatch(/^process_resident_memory_bytes [1-9]\d*$/m)
+    expect(text).toMatch(/^nodejs_heap_size_used_bytes [1-9]\d*$/m)
+    expect(text).toMatch(/^nodejs_heap_size_total_bytes [1-9]\d*$/m)
+    for (const stat of ["mean", "p99", "max"]) {
+      expect(text).toMatch(new RegExp(`^nodejs_eventloop_lag_${stat}_seconds \\d`, "m"))
+    }
     expect(text).not.toContain(key)
   })
 

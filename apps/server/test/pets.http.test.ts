@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { describeOnEachBackend } from "./support/databases.ts"
-import { type Answer, bearer, expectError, json, send } from "./support/http.ts"
+import { type Answer, bearer, expectError, json, send, sendRaw } from "./support/http.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 
 describeOnEachBackend("pets API", ({ name }) => {
   let server: RunningServer
   let key: string
   const url = (path: string) => `${server.baseUrl}${path}`
+  const origin = () => new URL(server.baseUrl).origin
   const createPet = (body: unknown, headers: Record<string, string> = json(key)) =>
     send(url("/pets"), { method: "POST", headers, body: typeof body === "string" ? body : JSON.stringify(body) })
   const getPets = (query = "") => send(url(`/pets${query}`), { headers: bearer(key) })
@@ -265,21 +266,34 @@ describeOnEachBackend("pets API", ({ name }) => {
     const operations: ReadonlyArray<[string, string, RequestInit]> = [
       ["listPets", "/pets", {}],
       ["createPet", "/pets", { method: "POST", body: JSON.stringify({ name: "Rex", categoryId: 1 }) }],
-      ["getPet", "/pets/1", {}]
+      ["getPet", "/pets/1", {}],
+      ["rateLimit", "/rate_limit", {}]
     ]
 
-    it.each(operations)("%s answers 401 without an Authorization header", async (_, path, init) => {
-      expectError(await send(url(path), { ...init, headers: { "content-type": "application/json" } }), 401, "unauthorized")
+    it.each(operations)("%s answers 401 without an Authorization header, challenging for a bearer token", async (_, path, init) => {
+      const answer = await send(url(path), { ...init, headers: { "content-type": "application/json" } })
+      expectError(answer, 401, "unauthorized")
+      expect(answer.headers.get("www-authenticate")).toBe(`Bearer realm="petstore"`)
     })
 
-    it.each(operations)("%s answers 401 for another scheme", async (_, path, init) => {
+    it.each(operations)("%s answers 401 for another scheme, challenging for a bearer token", async (_, path, init) => {
       const headers = { "content-type": "application/json", authorization: `Basic ${Buffer.from(`user:${key}`).toString("base64")}` }
-      expectError(await send(url(path), { ...init, headers }), 401, "unauthorized")
+      const answer = await send(url(path), { ...init, headers })
+      expectError(answer, 401, "unauthorized")
+      expect(answer.headers.get("www-authenticate")).toBe(`Bearer realm="petstore"`)
     })
 
-    it.each(operations)("%s answers 401 for an unknown key", async (_, path, init) => {
+    it.each(operations)("%s answers 401 for an unknown key, with error=\"invalid_token\"", async (_, path, init) => {
       const headers = { ...json("psk_this-key-does-not-exist-0000000000000000") }
-      expectError(await send(url(path), { ...init, headers }), 401, "unauthorized")
+      const answer = await send(url(path), { ...init, headers })
+      expectError(answer, 401, "unauthorized")
+      expect(answer.headers.get("www-authenticate")).toBe(`Bearer realm="petstore", error="invalid_token"`)
+    })
+
+    it("challenges only a 401: an authenticated answer, a 404 and a 405 carry no WWW-Authenticate", async () => {
+      for (const [path, method] of [["/pets", "GET"], ["/animals", "GET"], ["/pets", "DELETE"]] as const) {
+        expect((await send(url(path), { method, headers: bearer(key) })).headers.get("www-authenticate")).toBeNull()
+      }
     })
 
     it("checks the key before the request's shape", async () => {
@@ -299,7 +313,9 @@ describeOnEachBackend("pets API", ({ name }) => {
         headers: { authorization: "Bearer test-admin-token-not-a-secret" }
       })
       expect(deleted.status).toBe(204)
-      expectError(await send(url("/pets"), { headers: bearer(revoked.key) }), 401, "unauthorized")
+      const refused = await send(url("/pets"), { headers: bearer(revoked.key) })
+      expectError(refused, 401, "unauthorized")
+      expect(refused.headers.get("www-authenticate")).toBe(`Bearer realm="petstore", error="invalid_token"`)
     })
   })
 
@@ -320,6 +336,50 @@ describeOnEachBackend("pets API", ({ name }) => {
       expect(answer.headers.get("allow")).toBe(allow)
     })
 
+    it.each<[string, string]>([
+      ["GET", "/pets/"],
+      ["POST", "/pets/"],
+      ["DELETE", "/pets/"],
+      ["GET", "/pets/1/"],
+      ["GET", "/rate_limit/"],
+      ["GET", "//pets"],
+      ["GET", "/PETS"],
+      ["GET", "/Pets/1"]
+    ])("answers %s /v1%s, a path the contract does not have, with 404 like any unknown path", async (method, path) => {
+      const answer = await sendRaw(origin(), {
+        method,
+        path: `/v1${path}`,
+        headers: json(key),
+        ...(method === "POST" ? { body: JSON.stringify({ name: "Slash", categoryId: 1 }) } : {})
+      })
+      expectError(answer, 404, "not_found")
+      expect(answer.headers.get("x-ratelimit-limit")).not.toBeNull()
+      expect(answer.headers.get("deprecation")).toBeNull()
+    })
+
+    // fetch refuses to send TRACE; node:http does, and so do fuzzers.
+    it.each<[string, string, string]>([
+      ["TRACE", "/pets", "GET, POST, HEAD"],
+      ["TRACE", "/pets/1", "GET, HEAD"],
+      ["TRACE", "/rate_limit", "GET, HEAD"],
+      ["PROPFIND", "/pets", "GET, POST, HEAD"]
+    ])("answers %s %s like any other method: 405 and Allow: %s", async (method, path, allow) => {
+      const answer = await sendRaw(origin(), { method, path: `/v1${path}`, headers: bearer(key) })
+      expectError(answer, 405, "method_not_allowed")
+      expect(answer.headers.get("allow")).toBe(allow)
+    })
+
+    it.each(["DELETE", "TRACE"])("answers %s on a known path with the headers of every /v1 answer, with a key or without", async (method) => {
+      for (const headers of [bearer(key), {}]) {
+        const answer = await sendRaw(origin(), { method, path: "/v1/pets", headers })
+        expectError(answer, 405, "method_not_allowed")
+        expect(answer.headers.get("cache-control")).toBe("no-store")
+        expect(answer.headers.get("x-content-type-options")).toBe("nosniff")
+        expect(answer.headers.get("x-ratelimit-limit")).toMatch(/^[1-9][0-9]*$/)
+        expect(answer.headers.get("ratelimit-policy")).not.toBeNull()
+      }
+    })
+
     it("answers HEAD wherever GET is accepted, without a body", async () => {
       const list = await send(url("/pets"), { method: "HEAD", headers: bearer(key) })
       expect(list.status).toBe(200)
@@ -329,9 +389,8 @@ describeOnEachBackend("pets API", ({ name }) => {
     })
 
     it("serves health checks without a key", async () => {
-      const origin = server.baseUrl.replace(/\/v1$/, "")
-      expect((await send(`${origin}/healthz`)).status).toBe(200)
-      expect(await send(`${origin}/readyz`)).toMatchObject({ status: 200, body: { status: "ready", store: name } })
+      expect((await send(`${origin()}/healthz`)).status).toBe(200)
+      expect(await send(`${origin()}/readyz`)).toMatchObject({ status: 200, body: { status: "ready", store: name } })
     })
   })
 })

@@ -33,6 +33,17 @@ const stores = [
   }))
 ]
 
+/** The clock of a host whose wall clock is `lagMillis` behind: a fleet's hosts never agree exactly. */
+const clockBehind = (clock: Clock.Clock, lagMillis: number): Clock.Clock => {
+  const behind: Clock.Clock = Object.create(clock)
+  return Object.assign(behind, {
+    currentTimeMillisUnsafe: () => clock.currentTimeMillisUnsafe() - lagMillis,
+    currentTimeMillis: Effect.sync(() => clock.currentTimeMillisUnsafe() - lagMillis),
+    currentTimeNanosUnsafe: () => clock.currentTimeNanosUnsafe() - BigInt(lagMillis) * 1_000_000n,
+    currentTimeNanos: Effect.sync(() => clock.currentTimeNanosUnsafe() - BigInt(lagMillis) * 1_000_000n)
+  })
+}
+
 /** Admits `count` requests one after another and returns the last decision. */
 const admitMany = (quota: Quota["Service"], key: ApiKey, count: number) =>
   Effect.gen(function*() {
@@ -175,6 +186,29 @@ for (const { name, layer: quotaLayer, options } of stores) describe(`quota with 
         const admitted = (parity: number) => decisions.filter((d, i) => i % 2 === parity && d.admitted).length
         assert.strictEqual(admitted(0), 60)
         assert.strictEqual(admitted(1), 200)
+      }))
+
+    it.effect("hosts whose clocks differ by 2 s admit exactly the plan in each window across a minute and day boundary", () =>
+      Effect.gen(function*() {
+        const quota = yield* Quota
+        const subject = quota.keySubject(keyOf("free"))
+        const now = yield* Clock.currentTimeMillis
+        const boundary = now - (now % DAY) + DAY
+        yield* TestClock.adjust(boundary - now - 10_000) // 10 s before midnight UTC
+        const lagging = clockBehind(yield* Clock.Clock, 2_000)
+        let admitted = 0
+        // 20 s of requests, one every 100 ms, alternating between a host on time and one 2 s behind.
+        // Each window sees 100 of them: 60 admitted, 40 refused, too few refusals for a ban.
+        for (let step = 0; step < 200; step++) {
+          const admit = quota.admit(subject)
+          const decision = yield* (step % 2 === 0 ? admit : Effect.provideService(admit, Clock.Clock, lagging))
+          if (decision.admitted) admitted++
+          yield* TestClock.adjust(100)
+        }
+        assert.strictEqual(admitted, 120)
+        const after = yield* quota.peek(subject)
+        assert.strictEqual(after.minute.used, 60)
+        assert.strictEqual(Option.getOrThrow(after.day).used, 60)
       }))
 
     it.effect("counts a subject whose name holds quotes, commas and backslashes as itself", () =>

@@ -2,17 +2,25 @@ import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { InvalidRequest, PayloadTooLarge, RateLimited, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
 
 /**
+ * `Authorization: Bearer <token>`, declared with the scheme in lower case: the
+ * scheme is case-insensitive on the wire, but OpenAPI tools (Scalar's "try it"
+ * and its code samples among them) compare the document's `scheme` with
+ * "bearer" exactly, and take anything else for HTTP Basic.
+ */
+const bearer = HttpApiSecurity.http({ scheme: "bearer" })
+
+/**
  * Bearer authentication with an API key (spec §5). Every request it admits
  * also spends quota (spec §8), so it answers 429 as well as 401.
  */
 export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth>()("@petstore/contract/ApiKeyAuth", {
-  security: { apiKey: HttpApiSecurity.bearer },
+  security: { apiKey: bearer },
   error: [Unauthorized, RateLimited]
 }) {}
 
 /** Bearer authentication with the operator's admin token (admin listener only). */
 export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth>()("@petstore/contract/AdminAuth", {
-  security: { adminToken: HttpApiSecurity.bearer },
+  security: { adminToken: bearer },
   error: Unauthorized
 }) {}
 

@@ -26,6 +26,15 @@ export const ApiKeyAuthLive = Layer.succeed(ApiKeyAuth, {
     })
 })
 
+/**
+ * The `WWW-Authenticate` challenge of a 401 (RFC 6750 §3), which generic HTTP
+ * clients read to learn how to authenticate. A request that sent no bearer
+ * credential is only told the scheme (§3.1: no error code then); one whose
+ * token was refused also learns `error="invalid_token"`.
+ */
+export const bearerChallenge = (realm: string, credential: Redacted.Redacted<string>) =>
+  Redacted.value(credential) === "" ? `Bearer realm="${realm}"` : `Bearer realm="${realm}", error="invalid_token"`
+
 /** Whether a bearer credential is the operator's admin token (compared in constant time). */
 export const isAdminToken = (adminToken: Option.Option<Redacted.Redacted<string>>, credential: Redacted.Redacted<string>) => {
   if (Option.isNone(adminToken)) return false

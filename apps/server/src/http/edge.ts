@@ -1,8 +1,9 @@
 import { CostsNoQuota, GET_PET_SUNSET, PetstoreApi } from "@petstore/contract"
 import { Cause, Context, Effect, Option } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { type HttpMethod, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { METHODS } from "node:http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
-import { RequestCaller } from "../auth/ApiKeyAuth.ts"
+import { bearerChallenge, RequestCaller } from "../auth/ApiKeyAuth.ts"
 import { ApiKeys } from "../auth/ApiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { Quota, type QuotaDecision, RequestQuota } from "../quota/Quota.ts"
@@ -39,6 +40,20 @@ const tooManyRequests = (decision: QuotaDecision) =>
     { "retry-after": String(retryAfterSeconds(decision)) }
   )
 
+/** The path as sent, without its query. */
+const requestPath = (request: HttpServerRequest.HttpServerRequest) => request.url.split("?")[0]!
+
+const noOperation = (request: HttpServerRequest.HttpServerRequest) =>
+  errorResponse({ code: "not_found", status: 404, message: `No operation at ${request.method} ${requestPath(request)}` })
+
+/**
+ * The router gives a parameter an empty segment (`/v1/pets/` matches
+ * `/v1/pets/:petId`), but the contract has no such path: it is answered as an
+ * unknown path, not as an invalid parameter.
+ */
+const emptyParameter = (params: Readonly<Record<string, string | undefined>>) =>
+  Object.entries(params).some(([name, value]) => name !== "*" && value === "")
+
 /** `X-Forwarded-For` names the client only behind a proxy the operator trusts (`TRUST_PROXY`). */
 const clientAddress = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean) => {
   const forwarded = trustProxy ? request.headers["x-forwarded-for"]?.split(",")[0]?.trim() : undefined
@@ -65,16 +80,18 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
   return (httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const { route } = yield* HttpRouter.RouteContext
+      const { params, route } = yield* HttpRouter.RouteContext
+      const unknownPath = emptyParameter(params)
       const facts = yield* CurrentRequestFacts
-      facts.route = route.path
-      const key = yield* Effect.flatMap(bearerCredential, apiKeys.authenticate)
+      facts.route = unknownPath ? "/v1/*" : route.path
+      const credential = yield* bearerCredential
+      const key = yield* apiKeys.authenticate(credential)
       if (Option.isSome(key)) Object.assign(facts, { keyId: key.value.id, plan: key.value.plan })
       const subject = Option.match(key, {
         onSome: quota.keySubject,
         onNone: () => quota.addressSubject(clientAddress(request, trustProxy))
       })
-      const costsNothing = Option.isSome(key) && free.has(route.path)
+      const costsNothing = Option.isSome(key) && !unknownPath && free.has(route.path)
       const decision = yield* (costsNothing ? quota.peek(subject) : quota.admit(subject))
       const refused = costsNothing ? Option.isSome(decision.bannedUntil) : !decision.admitted
       facts.quota = Option.isSome(decision.bannedUntil)
@@ -90,19 +107,22 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
           Option.isSome(decision.bannedUntil) ? "api_key_banned" : "rate_limited"
         )
       }
-      const response = refused ? tooManyRequests(decision) : yield* httpEffect.pipe(
+      const response = refused ? tooManyRequests(decision) : yield* (unknownPath ? Effect.succeed(noOperation(request)) : httpEffect).pipe(
         Effect.provideService(RequestCaller, key),
         Effect.provideService(RequestQuota, Option.some(decision)),
         answerEveryFailure
       )
-      return HttpServerResponse.setHeaders(response, rateLimitHeaders(decision))
+      return HttpServerResponse.setHeaders(response, {
+        ...rateLimitHeaders(decision),
+        ...(response.status === 401 ? { "www-authenticate": bearerChallenge("petstore", credential) } : {})
+      })
     }).pipe(
       answerEveryFailure,
       Effect.flatMap((response) =>
-        HttpRouter.RouteContext.useSync(({ route }) =>
+        HttpRouter.RouteContext.useSync(({ params, route }) =>
           HttpServerResponse.setHeaders(response, {
             ...v1ResponseHeaders,
-            ...(deprecated.has(route.path) ? deprecationHeaders : {}),
+            ...(deprecated.has(route.path) && !emptyParameter(params) ? deprecationHeaders : {}),
             // A 503 raised by a handler (the database failed mid-request) asks for the same wait as one raised here.
             ...(response.status === 503 && response.headers["retry-after"] === undefined
               ? { "retry-after": String(SERVICE_UNAVAILABLE_RETRY_SECONDS) }
@@ -113,11 +133,33 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
     )
 })).layer
 
-/** Route middleware of the admin API: errors nobody declared still get the Error shape. */
-export const adminEdge = HttpRouter.middleware<{ handles: unknown }>()(answerEveryFailure).layer
+const adminCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
 
-/** Every method the router dispatches, but HEAD: it falls through to GET, as on the API's own routes. */
-const unmatchedMethods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "QUERY"] as const
+/**
+ * Route middleware of the admin API: errors nobody declared still get the
+ * Error shape, and every 401 (of the keys API and of /metrics) its challenge.
+ */
+export const adminEdge = HttpRouter.middleware<{ handles: unknown }>()((httpEffect) =>
+  Effect.flatMap(
+    HttpRouter.RouteContext,
+    ({ params }) => emptyParameter(params) ? HttpServerRequest.HttpServerRequest.useSync(noOperation) : answerEveryFailure(httpEffect)
+  ).pipe(
+    Effect.flatMap((response) =>
+      response.status === 401
+        ? Effect.map(adminCredential, (credential) =>
+          HttpServerResponse.setHeader(response, "www-authenticate", bearerChallenge("petstore-admin", credential)))
+        : Effect.succeed(response)
+    )
+  )
+).layer
+
+/**
+ * Every method Node's parser accepts (TRACE and WebDAV's among them), so none
+ * escapes the 405 and the /v1 edge, but HEAD, which falls through to GET as on
+ * the API's own routes, and CONNECT, which Node never hands to the router. The
+ * type names fewer methods than Node lets through; the router keys on the string.
+ */
+const unmatchedMethods = METHODS.filter((method) => method !== "HEAD" && method !== "CONNECT") as ReadonlyArray<HttpMethod.HttpMethod>
 
 /**
  * Answers the paths under `prefix` that no endpoint matched: 405 with `Allow`
@@ -127,7 +169,7 @@ const unmatchedMethods = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "Q
 export const unmatchedRoutes = (api: ApiRoutes, prefix: `/${string}`) => {
   const table = routeTable(api)
   const answer = (request: HttpServerRequest.HttpServerRequest) => {
-    const path = request.url.split("?")[0]!
+    const path = requestPath(request)
     const allow = allowedMethods(table, path)
     return Effect.succeed(
       allow.length > 0 && !allow.includes(request.method)
@@ -135,7 +177,7 @@ export const unmatchedRoutes = (api: ApiRoutes, prefix: `/${string}`) => {
           { code: "method_not_allowed", status: 405, message: `${request.method} is not allowed on ${path}; use ${allow.join(", ")}` },
           { allow: allow.join(", ") }
         )
-        : errorResponse({ code: "not_found", status: 404, message: `No operation at ${request.method} ${path}` })
+        : noOperation(request)
     )
   }
   return HttpRouter.addAll(unmatchedMethods.map((method) => HttpRouter.route(method, `${prefix}/*`, answer)))

@@ -9,8 +9,9 @@ export interface RouteEntry {
   readonly annotations: Context.Context<never>
 }
 
+/** Exactly the path as declared, as the router matches it (see `routerConfig` in server.ts): no trailing slash, case and all. */
 const toPattern = (path: string) =>
-  new RegExp(`^${path.split("/").map((segment) => segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("/")}/?$`)
+  new RegExp(`^${path.split("/").map((segment) => segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("/")}$`)
 
 /** The part of an `HttpApi` this module reads. */
 export interface ApiRoutes {

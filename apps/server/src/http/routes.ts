@@ -2,10 +2,10 @@ import { AdminApi, PetstoreApi } from "@petstore/contract"
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar, HttpApiSecurity, OpenApi } from "effect/http-api"
-import { PrometheusMetrics } from "effect/observability"
 import { AppConfig } from "../config.ts"
 import { AdminAuthLive, ApiKeyAuthLive, isAdminToken } from "../auth/ApiKeyAuth.ts"
 import { Database, sql } from "../db/Database.ts"
+import { prometheusText } from "../observability/metrics.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
 import { AdminHandlers } from "./AdminHandlers.ts"
 import { adminEdge, unmatchedRoutes, v1Edge } from "./edge.ts"
@@ -64,7 +64,7 @@ const MetricsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {
       if (!metricsPublic && !isAdminToken(adminToken, yield* bearerCredential)) {
         return errorResponse({ code: "unauthorized", status: 401, message: "A valid admin token is required" })
       }
-      return HttpServerResponse.text(yield* PrometheusMetrics.format(), { contentType: "text/plain; version=0.0.4" })
+      return HttpServerResponse.text(yield* prometheusText, { contentType: "text/plain; version=0.0.4" })
     })
   )
 }))

@@ -1,4 +1,6 @@
 import { Effect, Metric } from "effect"
+import { PrometheusMetrics } from "effect/observability"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 
 const latencyBoundaries = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 
@@ -66,3 +68,51 @@ export const measureQuery = <A, E, R>(query: Effect.Effect<A, E, R>) =>
       )
     )
   })
+
+// The process's own gauges. Effect's metrics have none, so they are read here, under the names Prometheus'
+// Node.js client gives them: dashboards, alerts and load-tests/soak.js know these names.
+const residentMemory = Metric.gauge("process_resident_memory_bytes", {
+  description: "Resident memory size of the process, in bytes"
+})
+const heapUsed = Metric.gauge("nodejs_heap_size_used_bytes", { description: "V8 heap in use, in bytes" })
+const heapTotal = Metric.gauge("nodejs_heap_size_total_bytes", { description: "V8 heap reserved, in bytes" })
+const loopLagMean = Metric.gauge("nodejs_eventloop_lag_mean_seconds", {
+  description: "Mean delay of the event loop since the previous scrape, in seconds"
+})
+const loopLagP99 = Metric.gauge("nodejs_eventloop_lag_p99_seconds", {
+  description: "99th percentile of the event loop's delay since the previous scrape, in seconds"
+})
+const loopLagMax = Metric.gauge("nodejs_eventloop_lag_max_seconds", {
+  description: "Longest delay of the event loop since the previous scrape, in seconds"
+})
+
+const LOOP_RESOLUTION_MS = 10
+// Enabled as the module loads so that the first scrape covers the process's life so far. Its timer is
+// unref'd: it never keeps the process alive.
+const loopDelay = monitorEventLoopDelay({ resolution: LOOP_RESOLUTION_MS })
+loopDelay.enable()
+
+/** The histogram records the time between two ticks of its timer: the lag is what exceeds the tick. */
+const lagSeconds = (nanoseconds: number) => Math.max(0, nanoseconds / 1e9 - LOOP_RESOLUTION_MS / 1000)
+
+const sampleProcess = Effect.suspend(() => {
+  const memory = process.memoryUsage()
+  const updates = [
+    Metric.update(residentMemory, memory.rss),
+    Metric.update(heapUsed, memory.heapUsed),
+    Metric.update(heapTotal, memory.heapTotal)
+  ]
+  // Two scrapes within one tick have no new delays to report: the lag gauges keep their values until one.
+  if (loopDelay.count > 0) {
+    updates.push(
+      Metric.update(loopLagMean, lagSeconds(loopDelay.mean)),
+      Metric.update(loopLagP99, lagSeconds(loopDelay.percentile(99))),
+      Metric.update(loopLagMax, lagSeconds(loopDelay.max))
+    )
+    loopDelay.reset()
+  }
+  return Effect.all(updates, { discard: true })
+})
+
+/** What `GET /metrics` answers, in Prometheus' text format; the process gauges are read at each scrape. */
+export const prometheusText: Effect.Effect<string> = Effect.andThen(sampleProcess, PrometheusMetrics.format())

@@ -27,7 +27,9 @@ export const DAY_MILLIS = 86_400_000
 
 /**
  * Where quota counts live. Both stores implement the same rules; each
- * admission is atomic: a refused request spends nothing.
+ * admission is atomic: a refused request spends nothing. Windows only move
+ * forward, so callers whose clocks disagree by a few seconds (hosts of a fleet)
+ * never restart a window's counts: none admits more than its limit.
  */
 export class QuotaStore extends Context.Service<QuotaStore, {
   readonly kind: "memory" | "postgres"
@@ -62,8 +64,9 @@ export class QuotaStore extends Context.Service<QuotaStore, {
         entry = { minuteStart: minute, minuteCount: 0, minuteRefused: 0, dayStart: day, dayCount: 0, bannedUntil: null }
         usage.set(request.subject, entry)
       }
-      if (entry.minuteStart !== minute) Object.assign(entry, { minuteStart: minute, minuteCount: 0, minuteRefused: 0 })
-      if (entry.dayStart !== day) Object.assign(entry, { dayStart: day, dayCount: 0 })
+      // Windows only move forward, as in PostgreSQL's quota_admit: a time before the window counts in it.
+      if (minute > entry.minuteStart) Object.assign(entry, { minuteStart: minute, minuteCount: 0, minuteRefused: 0 })
+      if (day > entry.dayStart) Object.assign(entry, { dayStart: day, dayCount: 0 })
       if (entry.bannedUntil !== null && entry.bannedUntil <= request.now) entry.bannedUntil = null
       const admitted = entry.bannedUntil === null && entry.minuteCount < request.perMinute &&
         entry.dayCount < request.perDay

@@ -1,4 +1,5 @@
 import { expect } from "vitest"
+import { type RawRequest, rawRequest } from "./rawHttp.ts"
 
 export interface Answer {
   readonly status: number
@@ -17,6 +18,17 @@ export const send = async (url: string, init: RequestInit = {}): Promise<Answer>
     body = undefined
   }
   return { status: response.status, headers: response.headers, body, text }
+}
+
+/** For what fetch refuses to send (TRACE, raw bytes): one exchange over node:http, as an Answer. */
+export const sendRaw = async (origin: string, request: RawRequest): Promise<Answer> => {
+  const answer = await rawRequest(origin, request)
+  if (answer.kind !== "response") throw new Error(`${request.method} ${request.path}: ${answer.code} ${answer.message}`)
+  const headers = new Headers()
+  for (const [name, value] of Object.entries(answer.headers)) {
+    for (const one of typeof value === "string" ? [value] : value ?? []) headers.append(name, one)
+  }
+  return { status: answer.status, headers, body: answer.body, text: answer.text }
 }
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` })

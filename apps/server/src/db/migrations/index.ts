@@ -3,6 +3,7 @@ import createApiKeys from "./0002_create_api_keys.ts"
 import createQuotaUsage from "./0003_create_quota_usage.ts"
 import quotaAdmitMany from "./0004_quota_admit_many.ts"
 import createIdempotencyKeys from "./0005_create_idempotency_keys.ts"
+import quotaWindowsOnlyMoveForward from "./0006_quota_windows_only_move_forward.ts"
 
 export interface Migration {
   /** Versions only grow; a released migration is never edited, a new one is added. */
@@ -11,4 +12,11 @@ export interface Migration {
   readonly statements: ReadonlyArray<string>
 }
 
-export const migrations: ReadonlyArray<Migration> = [createPets, createApiKeys, createQuotaUsage, quotaAdmitMany, createIdempotencyKeys]
+export const migrations: ReadonlyArray<Migration> = [
+  createPets,
+  createApiKeys,
+  createQuotaUsage,
+  quotaAdmitMany,
+  createIdempotencyKeys,
+  quotaWindowsOnlyMoveForward
+]

@@ -1,0 +1,55 @@
+/**
+ * The API reference page at /docs in a real browser: what a newcomer does with
+ * a fresh key, click by click, against the real server.
+ */
+import type { Browser } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { chromiumAvailable, launchChromium } from "./support/browser.ts"
+import { type RunningServer, startServer } from "./support/testServer.ts"
+
+describe.skipIf(!chromiumAvailable)("the API reference page at /docs, in Chromium", () => {
+  let server: RunningServer
+  let browser: Browser
+  const origin = () => new URL(server.baseUrl).origin
+
+  beforeAll(async () => {
+    server = await startServer("pglite")
+    browser = await launchChromium()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await server?.stop()
+  })
+
+  it("takes a pasted API key as a bearer token: listPets' code sample carries it and \"try it\" gets a 200", async () => {
+    const { key } = await server.createKey("free")
+    const context = await browser.newContext()
+    // The page must work on its own: whatever it would fetch from elsewhere (fonts) is refused.
+    await context.route((url) => url.origin !== origin(), (route) => route.abort())
+    const page = await context.newPage()
+    // A missing control should fail the test with its name well before the test's own timeout.
+    page.setDefaultTimeout(15_000)
+    await page.goto(`${origin()}/docs`)
+
+    await page.getByRole("button", { name: "Select Auth Type" }).click()
+    await page.getByRole("option", { name: "apiKey" }).click()
+    await page.getByRole("textbox", { name: "Bearer Token" }).fill(key)
+
+    await page.getByRole("button", { name: /^List pets/ }).click()
+    const listPets = page.getByRole("region", { name: "List pets", exact: true })
+    const sample = await listPets.getByRole("group", { name: /^Request Example/ }).locator("code").innerText()
+    expect(sample).toContain(`--header 'Authorization: Bearer ${key}'`)
+
+    await listPets.getByRole("button", { name: "Test Request (get /v1/pets)" }).click()
+    const [answer] = await Promise.all([
+      page.waitForResponse((response) =>
+        new URL(response.url()).pathname === "/v1/pets" && response.request().method() === "GET"
+      ),
+      page.getByRole("button", { name: /^Send get request to / }).click()
+    ])
+    expect(answer.request().headers()["authorization"]).toBe(`Bearer ${key}`)
+    expect(answer.status()).toBe(200)
+    await page.getByRole("dialog").getByText("200 OK").waitFor()
+    await context.close()
+  }, 90_000)
+})

@@ -1,0 +1,161 @@
+import {
+  ADMIN_TOKEN,
+  createTestDatabase,
+  missingTool,
+  postgresAdminUrl,
+  startServerProcess,
+  type StartedProcess,
+  type TestDatabase
+} from "@petstore/test-support"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { findK6Binaries, type K6Run, k6Version, runK6 as runK6Binary, runLine } from "./k6.ts"
+
+/**
+ * Every script on every real k6 binary found (CI has the oldest the README supports, v0.49.0, and the
+ * newest), against the real server process on a fresh PostgreSQL database, with fresh keys for each run.
+ * Runs of different binaries share the server and run side by side: each has keys of its own.
+ *
+ * The thresholds are the scripts' own, except the latency ones of load, stress and soak, which judge the
+ * machine and not the code: those runs are short and lenient, and prove the scripts run and what they
+ * count. Nothing here depends on how fast the machine is.
+ */
+const binaries = findK6Binaries().map((path) => ({ path, version: k6Version(path) }))
+
+const options = binaries.length === 0
+  ? missingTool("no k6 on PATH, in K6_BINS or in ../shared/tools: the k6 scripts were not run (https://grafana.com/docs/k6/latest/set-up/install-k6/)")
+  : { concurrent: true }
+
+if (binaries.length > 0 && postgresAdminUrl === undefined) {
+  if (process.env.CI === "true") throw new Error("CI=true but DATABASE_URL is not set: k6 would not run against PostgreSQL")
+  console.warn("DATABASE_URL is not set: the k6 scripts run against the server on PGlite")
+}
+
+let database: TestDatabase | undefined
+let server: StartedProcess
+
+/** Every run leaves one line in the log, so CI's output says which k6 ran what, and how it ended. */
+const runK6 = async (k6: string, version: string, script: string, env: Record<string, string>, timeoutMs: number) => {
+  const run = await runK6Binary(k6, script, env, timeoutMs)
+  console.log(runLine(version, script, run))
+  return run
+}
+
+/** What a failed run shows: k6's summary and any error, never a key (the scripts print none). */
+const explain = (script: string, version: string, run: K6Run) =>
+  `k6 ${version} run ${script} exited ${String(run.code)}:\n${run.output}`
+
+/** Latency thresholds no healthy run can cross, for the short runs that prove the scripts work. */
+const lenientLatency = {
+  P95_MS: "60000",
+  P99_MS: "60000",
+  P95_LIST_MS: "60000",
+  P95_CREATE_MS: "60000",
+  P95_GET_MS: "60000",
+  KNEE_P95_MS: "60000",
+  DRIFT_MIN_MS: "60000"
+}
+
+describe("the k6 scripts on real k6, against the real server", options, () => {
+  beforeAll(async () => {
+    database = postgresAdminUrl === undefined ? undefined : await createTestDatabase(postgresAdminUrl, "petstore_k6")
+    server = await startServerProcess(database === undefined ? { DATA_DIR: ":memory:" } : { DATABASE_URL: database.url })
+  })
+
+  afterAll(async () => {
+    await server?.server.stop()
+    await database?.drop()
+  })
+
+  const baseUrl = () => `${server.origin}/v1`
+
+  for (const { path: k6, version } of binaries) {
+    // The longest runs first: tests of this file run side by side, a few at a time.
+    it(`k6 ${version}: rate-limits.js holds every plan's quota exactly, and a client that honours Retry-After is refused at most once a window`, async () => {
+      const env = {
+        BASE_URL: baseUrl(),
+        API_KEY_FREE: await server.createKey("free"),
+        API_KEY_PRO: await server.createKey("pro"),
+        API_KEY_BUSINESS: await server.createKey("business"),
+        API_KEY_RETRY: await server.createKey("free")
+      }
+      const run = await runK6(k6, version, "rate-limits.js", env, 200_000)
+      expect(run.code, explain("rate-limits.js", version, run)).toBe(0)
+      for (const [plan, quota] of [["free", 60], ["pro", 300], ["business", 1000]] as const) {
+        expect(run.metrics[`rl_measured_admitted{plan:${plan}}`]?.count, explain("rate-limits.js", version, run)).toBe(quota)
+      }
+      expect(run.metrics.rl_honour_refused?.count).toBeGreaterThanOrEqual(1)
+      expect(run.metrics.checks?.fails).toBe(0)
+    }, 240_000)
+
+    it(`k6 ${version}: soak.js reads the server's resident memory from GET /metrics on the admin listener`, async () => {
+      const env = {
+        BASE_URL: baseUrl(),
+        API_KEYS: [await server.createKey("pro"), await server.createKey("pro")].join(","),
+        RATE: "5",
+        DURATION: "20s",
+        METRICS_URL: `${server.admin}/metrics`,
+        METRICS_TOKEN: ADMIN_TOKEN,
+        SAMPLE_INTERVAL: "1",
+        // 20 s tell nothing of a leak, and a young process's heap still grows: the ratio is reported and
+        // judged, but only a runaway fails it here.
+        MAX_RSS_GROWTH: "4",
+        ...lenientLatency
+      }
+      const run = await runK6(k6, version, "soak.js", env, 120_000)
+      expect(run.code, explain("soak.js", version, run)).toBe(0)
+      const memoryChecks = run.metrics["checks{scenario:memory}"]
+      expect(memoryChecks?.passes, explain("soak.js", version, run)).toBeGreaterThanOrEqual(10)
+      expect(memoryChecks?.fails).toBe(0)
+      // Bytes, as the server reports them: a live Node.js process holds tens of megabytes at least.
+      expect(run.metrics.server_rss_bytes?.value).toBeGreaterThan(10 * 1024 * 1024)
+      expect(run.metrics.server_rss_growth?.value).toBeGreaterThan(0)
+    }, 180_000)
+
+    it(`k6 ${version}: smoke.js passes every check, every documented status included`, async () => {
+      const env = {
+        BASE_URL: baseUrl(),
+        API_KEY_FREE: await server.createKey("free"),
+        API_KEY_PRO: await server.createKey("pro"),
+        API_KEY_BUSINESS: await server.createKey("business"),
+        API_KEY_BAN: await server.createKey("free")
+      }
+      const run = await runK6(k6, version, "smoke.js", env, 180_000)
+      expect(run.code, explain("smoke.js", version, run)).toBe(0)
+      expect(run.metrics.checks?.fails).toBe(0)
+      // Every request of the smoke test is one check or more; a run that skipped its groups would have far fewer.
+      expect(run.metrics.checks?.passes, explain("smoke.js", version, run)).toBeGreaterThanOrEqual(100)
+      expect(run.metrics.http_req_failed?.passes).toBe(0)
+    }, 240_000)
+
+    it(`k6 ${version}: load.js runs its traffic mix`, async () => {
+      const env = {
+        BASE_URL: baseUrl(),
+        API_KEYS: [await server.createKey("pro"), await server.createKey("pro")].join(","),
+        RATE: "5",
+        DURATION: "10s",
+        ...lenientLatency
+      }
+      const run = await runK6(k6, version, "load.js", env, 120_000)
+      expect(run.code, explain("load.js", version, run)).toBe(0)
+      expect(run.metrics.http_reqs?.count ?? 0, explain("load.js", version, run)).toBeGreaterThan(0)
+      expect(run.metrics.checks?.fails).toBe(0)
+    }, 180_000)
+
+    it(`k6 ${version}: stress.js climbs its bands`, async () => {
+      const env = {
+        BASE_URL: baseUrl(),
+        API_KEYS: [await server.createKey("pro"), await server.createKey("pro")].join(","),
+        START_RATE: "2",
+        MAX_RATE: "8",
+        RAMP_DURATION: "10s",
+        BANDS: "2",
+        ...lenientLatency
+      }
+      const run = await runK6(k6, version, "stress.js", env, 120_000)
+      expect(run.code, explain("stress.js", version, run)).toBe(0)
+      // The gauge holds the target rate the executor reached: past the start, up the ramp.
+      expect(run.metrics.stress_target_rate?.max ?? 0, explain("stress.js", version, run)).toBeGreaterThan(2)
+      expect(run.metrics.checks?.fails).toBe(0)
+    }, 180_000)
+  }
+})
