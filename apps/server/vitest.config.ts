@@ -7,6 +7,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Suites share the machine's two cores with PostgreSQL; one file at a time keeps timings honest.
-    fileParallelism: false
+    fileParallelism: false,
+    // Suites that need PostgreSQL are tagged so; without DATABASE_URL they are skipped, and the reporter names them once.
+    tags: [{ name: "postgres", description: "needs PostgreSQL: set DATABASE_URL", skip: process.env.DATABASE_URL === undefined }],
+    reporters: ["default", "./test/support/skippedPostgresReporter.ts"]
   }
 })

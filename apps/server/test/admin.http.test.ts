@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backends } from "./support/databases.ts"
+import { afterAll, beforeAll, expect, it } from "vitest"
+import { describeOnEachBackend } from "./support/databases.ts"
 import { bearer, expectError, send } from "./support/http.ts"
 import { ADMIN_TOKEN, type RunningServer, startServer } from "./support/testServer.ts"
 
-describe.each(backends)("admin API on $name", ({ name }) => {
+describeOnEachBackend("admin API", ({ name }) => {
   let server: RunningServer
   const admin = (path: string, init: RequestInit & { body?: string } = {}, token = ADMIN_TOKEN) =>
     send(`${server.adminUrl}/admin${path}`, {

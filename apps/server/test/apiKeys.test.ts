@@ -1,9 +1,9 @@
-import { assert, describe, layer } from "@effect/vitest"
+import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { ApiKeys, KEY_CACHE_TTL_MILLIS } from "../src/auth/ApiKeys.ts"
 import { Database } from "../src/db/Database.ts"
-import { backends } from "./support/databases.ts"
+import { describeOnEachBackend } from "./support/databases.ts"
 import { testDatabase } from "./support/layers.ts"
 
 /**
@@ -33,7 +33,7 @@ const eventually = <A, E, R>(check: Effect.Effect<A, E, R>, done: (a: A) => bool
     return yield* check
   })
 
-describe.each(backends)("ApiKeys on $name", ({ name }) => {
+describeOnEachBackend("ApiKeys", ({ name }) => {
   layer(testDatabase(name), { timeout: 60_000 })((it) => {
     it.effect("stores only a hash: the secret is psk_ and 256 random bits, and never in the table", () =>
       Effect.gen(function*() {

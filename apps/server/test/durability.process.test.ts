@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import { createTestDatabase, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
+import { createTestDatabase, needsPostgres, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
 import { type StartedProcess, startServerProcess, waitForExit } from "./support/serverProcess.ts"
 
 interface Pet {
@@ -142,7 +142,7 @@ afterAll(async () => {
   for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true })
 })
 
-describe.runIf(postgresAdminUrl !== undefined)("durability after SIGKILL on PostgreSQL", () => {
+describe("durability after SIGKILL on PostgreSQL", needsPostgres, () => {
   it("every pet answered 201 before the kill is there, unchanged, after a restart", async () => {
     const database = await createTestDatabase(postgresAdminUrl!)
     databases.push(database)

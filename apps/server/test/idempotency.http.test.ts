@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backends } from "./support/databases.ts"
+import { afterAll, beforeAll, expect, it } from "vitest"
+import { describeOnEachBackend } from "./support/databases.ts"
 import { bearer, expectError, json, send } from "./support/http.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 
-describe.each(backends)("Idempotency-Key on POST /v1/pets on $name", ({ name }) => {
+describeOnEachBackend("Idempotency-Key on POST /v1/pets", ({ name }) => {
   let server: RunningServer
   let key: string
   let run = 0

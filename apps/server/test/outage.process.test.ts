@@ -18,7 +18,7 @@
  * the documented TTL.
  */
 import { afterEach, describe, expect, it } from "vitest"
-import { createTestDatabase, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
+import { createTestDatabase, needsPostgres, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
 import { send } from "./support/http.ts"
 import { eventually, type StartedProcess, startServerProcess } from "./support/serverProcess.ts"
 import { startTcpProxy, type TcpProxy } from "./support/tcpProxy.ts"
@@ -136,7 +136,7 @@ const expectRecovery = async (proxy: TcpProxy, started: StartedProcess, key: str
 /** Waits out the in-process key cache, so that authentication needs the database. */
 const keyCacheExpired = () => new Promise((resolve) => setTimeout(resolve, KEY_CACHE_TTL_MS + 250))
 
-describe.runIf(postgresAdminUrl !== undefined)("database outage seen from a server process", () => {
+describe("database outage seen from a server process", needsPostgres, () => {
   it("database down (connections reset, then refused): 503 with Retry-After in bounded time, /readyz 503, /healthz 200; recovers by itself", async () => {
     const { proxy, started, key } = await setUp()
     await proxy.cut("refuse")

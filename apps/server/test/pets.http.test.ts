@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backends } from "./support/databases.ts"
+import { describeOnEachBackend } from "./support/databases.ts"
 import { type Answer, bearer, expectError, json, send, sendRaw } from "./support/http.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 
-describe.each(backends)("pets API on $name", ({ name }) => {
+describeOnEachBackend("pets API", ({ name }) => {
   let server: RunningServer
   let key: string
   const url = (path: string) => `${server.baseUrl}${path}`

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backends } from "./support/databases.ts"
+import { afterAll, beforeAll, expect, it } from "vitest"
+import { describeOnEachBackend } from "./support/databases.ts"
 import { type Answer, bearer, expectError, json, send } from "./support/http.ts"
 import { ADMIN_TOKEN, type RunningServer, startServer } from "./support/testServer.ts"
 
@@ -19,7 +19,7 @@ const inOneWindow = async <A>(burst: () => Promise<{ readonly answers: ReadonlyA
   }
 }
 
-describe.each(backends)("quotas over HTTP on $name", ({ name }) => {
+describeOnEachBackend("quotas over HTTP", ({ name }) => {
   let server: RunningServer
   const url = (path: string) => `${server.baseUrl}${path}`
   const enterpriseKey = (perMinute: number, perDay: number) => server.createKey("enterprise", { perMinute, perDay })

@@ -7,7 +7,7 @@ import { AppConfig } from "../src/config.ts"
 import { retryAfterSeconds } from "../src/http/rateLimitHeaders.ts"
 import { Quota } from "../src/quota/Quota.ts"
 import { QuotaStore } from "../src/quota/QuotaStore.ts"
-import { backends } from "./support/databases.ts"
+import { backends, suiteOptions } from "./support/databases.ts"
 import { testDatabase } from "./support/layers.ts"
 
 const MINUTE = 60_000
@@ -25,9 +25,10 @@ const keyOf = (plan: Plan, limits: QuotaLimits = plan === "enterprise" ? { perMi
 const config = AppConfig.layerWith({ banSeconds: 900, banThreshold: Option.none(), anonymousPerMinute: 60 })
 
 const stores = [
-  { name: "memory", layer: Quota.layer.pipe(Layer.provide(QuotaStore.memory), Layer.provide(config)) },
+  { name: "memory", layer: Quota.layer.pipe(Layer.provide(QuotaStore.memory), Layer.provide(config)), options: {} },
   ...backends.map(({ name }) => ({
     name: `postgres store on ${name}`,
+    options: suiteOptions(name),
     layer: Quota.layer.pipe(Layer.provide(QuotaStore.postgres), Layer.provide(testDatabase(name)), Layer.provide(config))
   }))
 ]
@@ -51,7 +52,7 @@ const admitMany = (quota: Quota["Service"], key: ApiKey, count: number) =>
     return last
   })
 
-describe.each(stores)("quota with the $name", ({ layer: quotaLayer }) => {
+for (const { name, layer: quotaLayer, options } of stores) describe(`quota with the ${name}`, options, () => {
   layer(quotaLayer, { timeout: 60_000 })((it) => {
     it.effect.each(["free", "pro", "business"] as const)("%s: the (limit+1)-th request in a minute is refused until the minute resets", (plan) =>
       Effect.gen(function*() {

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest"
-import { createTestDatabase, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
+import { createTestDatabase, needsPostgres, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
 import { freePort, type ServerProcess, spawnServer } from "./support/process.ts"
 import { ADMIN_TOKEN, startServerProcess } from "./support/serverProcess.ts"
 
@@ -43,7 +43,7 @@ const burst = async (origins: ReadonlyArray<string>, admin: string) => {
   }
 }
 
-describe.runIf(postgresAdminUrl !== undefined)("several server processes on one PostgreSQL database", () => {
+describe("several server processes on one PostgreSQL database", needsPostgres, () => {
   it("admit exactly a free key's 60 requests of 300 sent at once over two processes, and keep the daily count across a restart", async () => {
     const database = await createTestDatabase(postgresAdminUrl!)
     databases.push(database)

@@ -2,15 +2,21 @@
 /**
  * `petstore-conformance`: the conformance suite from a terminal or a CI job.
  *
- *   petstore-conformance --base-url https://staging.example.com/v1 --key free=K1 --key free=K2 --junit report.xml
+ *   CONFORMANCE_KEY_FREE=K1,K2 petstore-conformance --base-url https://staging.example.com/v1 --junit report.xml
+ *   petstore-conformance --base-url https://staging.example.com/v1 --keys-file keys.txt
  *
- * Exit codes: 0 nothing failed, 1 a check failed, 2 bad usage or an unreachable base URL.
+ * Keys come from a file or the environment, so that no command line, process
+ * list or log shows one; this program prints a key's last four characters at most.
+ *
+ * Exit codes: 0 nothing failed, 1 a check failed, 2 bad usage, a refused key or an unreachable base URL.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Config, Console, Data, Effect, FileSystem, Option, Runtime } from "effect"
-import { CliError, Command, Flag } from "effect/cli"
-import { type CheckResult, type Plan, PLANS } from "./model.ts"
+import { CliError, CliOutput, Command, Flag } from "effect/cli"
+import { argumentValues, concatPlans, countKeys, type KeysByPlan, parseAssignment, parseKeysFile } from "./keys.ts"
+import { type CheckResult, PLANS } from "./model.ts"
 import { colourStyle, formatResult, formatSummary, plainStyle, toJson, toJUnit } from "./report.ts"
+import { scrubber } from "./secrets.ts"
 import { suite } from "./suite.ts"
 
 /** Ends the process with `exitCode` once its message (if any) is on stderr. */
@@ -25,27 +31,45 @@ class Exit extends Data.TaggedError("Exit")<{ readonly exitCode: 1 | 2; readonly
 const usage = (message: string) =>
   Effect.andThen(Console.error(`petstore-conformance: ${message}`), Effect.fail(new Exit({ exitCode: 2, message })))
 
-const isPlan = (value: string): value is Plan => (PLANS as ReadonlyArray<string>).includes(value)
+const PLAN_LIST = PLANS.join(", ")
 
-/** `free=K1` → free: [K1]; every key of a plan in the order given. */
-const parseKeyFlags = (assignments: ReadonlyArray<string>) =>
+const HOW_TO_GIVE_KEYS = "put PLAN=KEY lines in a file and pass --keys-file FILE (or set CONFORMANCE_KEYS_FILE), " +
+  "or set CONFORMANCE_KEY_FREE, _PRO, _BUSINESS or _ENTERPRISE (several keys of a plan separated by commas)"
+
+/** `--key free=K1` → free: [K1]; every key of a plan in the order given. */
+const keysFromFlags = (assignments: ReadonlyArray<string>) =>
   Effect.gen(function*() {
-    const keys: Partial<Record<Plan, Array<string>>> = {}
-    for (const assignment of assignments) {
-      const separator = assignment.indexOf("=")
-      const plan = assignment.slice(0, separator).trim().toLowerCase()
-      const key = assignment.slice(separator + 1).trim()
-      if (separator < 0 || !isPlan(plan) || key === "") {
-        return yield* usage(`--key takes PLAN=KEY with PLAN one of ${PLANS.join(", ")}, not "${assignment}"`)
+    const keys: KeysByPlan = {}
+    for (const [index, assignment] of assignments.entries()) {
+      const parsed = parseAssignment(assignment)
+      if ("problem" in parsed) {
+        return yield* usage(`--key takes PLAN=KEY with PLAN one of ${PLAN_LIST}; --key number ${index + 1} ${parsed.problem}`)
       }
-      ;(keys[plan] ??= []).push(key)
+      ;(keys[parsed.plan] ??= []).push(parsed.key)
     }
     return keys
   })
 
-/** CONFORMANCE_KEY_<PLAN>, for plans the command line gave no key: one key, or several separated by commas. */
+const keysFromFile = (path: Option.Option<string>) =>
+  Effect.gen(function*() {
+    if (Option.isNone(path)) return {}
+    const fs = yield* FileSystem.FileSystem
+    const contents = yield* fs.readFileString(path.value).pipe(
+      Effect.catch((error) => usage(`cannot read the keys file ${path.value}: ${error.message}`))
+    )
+    const parsed = parseKeysFile(contents)
+    if ("problem" in parsed) {
+      return yield* usage(
+        `${path.value} line ${parsed.line} ${parsed.problem}: each line is PLAN=KEY with PLAN one of ${PLAN_LIST} ` +
+          "(blank lines and lines starting with # are ignored)"
+      )
+    }
+    return parsed.keys
+  })
+
+/** CONFORMANCE_KEY_<PLAN>: one key, or several separated by commas. */
 const keysFromEnvironment = Effect.gen(function*() {
-  const keys: Partial<Record<Plan, Array<string>>> = {}
+  const keys: KeysByPlan = {}
   for (const plan of PLANS) {
     const value = yield* Config.option(Config.String(`CONFORMANCE_KEY_${plan.toUpperCase()}`))
     if (Option.isNone(value)) continue
@@ -90,12 +114,17 @@ const conformance = Command.make(
       Flag.withFallbackConfig(Config.String("CONFORMANCE_BASE_URL")),
       Flag.withDescription("The service's base URL, including /v1 (or CONFORMANCE_BASE_URL)")
     ),
+    keysFile: Flag.String("keys-file").pipe(
+      Flag.withFallbackConfig(Config.String("CONFORMANCE_KEYS_FILE")),
+      Flag.optional,
+      Flag.withDescription(
+        "A file of API keys, one PLAN=KEY a line (or CONFORMANCE_KEYS_FILE; or the keys in CONFORMANCE_KEY_FREE, _PRO, " +
+          "_BUSINESS, _ENTERPRISE). A plan's first key runs the general checks; further keys exhaust its windows in parallel"
+      )
+    ),
     keys: Flag.String("key").pipe(
       Flag.atLeast(0),
-      Flag.withDescription(
-        "PLAN=KEY, repeatable (or CONFORMANCE_KEY_FREE, _PRO, _BUSINESS, _ENTERPRISE). " +
-          "A plan's first key runs the general checks; further keys exhaust its windows in parallel"
-      )
+      Flag.withDescription("PLAN=KEY, repeatable. Shows the key to anyone who sees the command line: prefer --keys-file")
     ),
     only: Flag.Literals("only", ["spec"]).pipe(
       Flag.optional,
@@ -110,9 +139,12 @@ const conformance = Command.make(
     )
   },
   Effect.fn(function*(input) {
-    const fromFlags = yield* parseKeyFlags(input.keys)
-    const fromEnvironment = yield* keysFromEnvironment
-    const keys = { ...fromEnvironment, ...fromFlags }
+    const fromCommandLine = concatPlans(yield* keysFromFile(input.keysFile), yield* keysFromFlags(input.keys))
+    // A plan's keys on the command line replace that plan's variable.
+    const keys = { ...(yield* keysFromEnvironment), ...fromCommandLine }
+    if (countKeys(keys) === 0) {
+      return yield* usage(`no API key given. Every run needs at least one: ${HOW_TO_GIVE_KEYS}`)
+    }
     const style = process.stdout.isTTY && process.env.NO_COLOR === undefined ? colourStyle : plainStyle
     const progress = makeProgress()
     const printResult = (result: CheckResult) => {
@@ -131,6 +163,7 @@ const conformance = Command.make(
     }).pipe(
       Effect.catchTags({
         InvalidOptions: (error) => usage(error.message),
+        InvalidKeys: (error) => usage(error.message),
         Unreachable: (error) => usage(`${error.message}; is the base URL right, and is the service up?`)
       })
     )
@@ -157,16 +190,36 @@ const conformance = Command.make(
 ).pipe(
   Command.withDescription(
     "Checks a deployment of the Animal Adoption Store Service against its interface spec and documented behaviour, " +
-      "over HTTP only. Exit codes: 0 nothing failed, 1 a check failed, 2 bad usage or an unreachable base URL."
+      "over HTTP only. Exit codes: 0 nothing failed, 1 a check failed, 2 bad usage, a refused key or an unreachable base URL."
   ),
   Command.withExamples([
     {
-      command: "petstore-conformance --base-url https://staging.example.com/v1 --key free=K1 --key free=K2 --key pro=K3",
-      description: "Every check, with two free keys (one set aside to exhaust a window) and a pro key"
+      command: "petstore-conformance --base-url https://staging.example.com/v1 --keys-file keys.txt",
+      description: "Every check, with the keys of keys.txt (lines such as free=psk_…; two per plan make the quickest run)"
     },
-    { command: "petstore-conformance --base-url http://localhost:8080/v1 --key business=K --only spec", description: "Only what the spec mandates" }
+    {
+      command: "CONFORMANCE_KEY_BUSINESS=\"$KEY\" petstore-conformance --base-url http://localhost:8080/v1 --only spec",
+      description: "Only what the spec mandates, with a business key from the environment"
+    }
   ])
 )
+
+/**
+ * A command line that cannot be parsed is answered with its errors alone, which
+ * quote the offending values: a key given in the wrong place shows only its last
+ * four characters there too.
+ */
+const scrubArguments = scrubber(argumentValues(process.argv.slice(2)))
+const presenter: CliOutput.Presenter = {
+  present: (event) =>
+    event._tag === "InvalidInvocation"
+      ? Effect.gen(function*() {
+        const formatter = yield* CliOutput.Formatter
+        yield* Console.error(scrubArguments(formatter.formatErrors(event.errors)))
+        yield* Console.error("petstore-conformance --help shows every option")
+      })
+      : CliOutput.defaultPresenter.present(event)
+}
 
 Command.run(conformance, { version: "1.0.0" }).pipe(
   // Argument errors are bad usage: exit 2, not the runner's 1.
@@ -174,6 +227,7 @@ Command.run(conformance, { version: "1.0.0" }).pipe(
     error._tag === "ShowHelp" && error.errors.length === 0
       ? Effect.fail(error)
       : Effect.fail(new Exit({ exitCode: 2, message: error.message }))),
+  Effect.provide(CliOutput.layerPresenter(presenter)),
   Effect.provide(NodeServices.layer),
   NodeRuntime.runMain
 )

@@ -16,4 +16,5 @@ export interface RunContext {
 
 export const GENERAL_PHASE = "general"
 
-export const keyHint = (plan: Plan) => `--key ${plan}=KEY or CONFORMANCE_KEY_${plan.toUpperCase()}`
+/** How to give a key of the plan, in the command line's terms (none of which puts a key on the command line). */
+export const keyHint = (plan: Plan) => `add ${plan}=KEY to the --keys-file, or set CONFORMANCE_KEY_${plan.toUpperCase()}`

@@ -1,5 +1,6 @@
 import { Context, Effect } from "effect"
 import { type ApiKey, CheckFailed } from "./model.ts"
+import { lastFour } from "./secrets.ts"
 
 /** One request the suite sent and what came back, kept whole so that a failure can show both. */
 export interface Exchange {
@@ -67,8 +68,6 @@ export const retryAfterMillis = (headers: Headers, now: number): number | undefi
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
 
-const redact = (secret: string) => secret.length <= 8 ? "…" : `${secret.slice(0, 4)}…${secret.slice(-4)}`
-
 const describeCredential = (credential: Credential) => {
   switch (credential._tag) {
     case "None":
@@ -76,7 +75,7 @@ const describeCredential = (credential: Credential) => {
     case "Raw":
       return credential.description
     case "Key":
-      return `${credential.scheme ?? "Bearer"} ${redact(credential.key.secret)} (${credential.key.label})`
+      return `${credential.scheme ?? "Bearer"} ${lastFour(credential.key.secret)} (${credential.key.label})`
   }
 }
 

@@ -11,4 +11,4 @@ export {
   Unreachable
 } from "./model.ts"
 export { formatResult, formatSummary, toJson, toJUnit } from "./report.ts"
-export { InvalidOptions, runSuite, suite, type SuiteOptions } from "./suite.ts"
+export { InvalidKeys, InvalidOptions, type RefusedKey, runSuite, suite, type SuiteOptions } from "./suite.ts"

@@ -3,10 +3,11 @@ import { randomBytes } from "node:crypto"
 import { type Check, isSelected, type Phase, runPhases, skipped } from "./checks.ts"
 import type { RunContext } from "./context.ts"
 import { generalPhase } from "./general.ts"
-import { anonymous, Http, makeHttp, probe } from "./http.ts"
+import { anonymous, Http, makeHttp, probe, withKey } from "./http.ts"
 import { makeObservations } from "./invariants.ts"
 import { type ApiKey, CheckFailed, type CheckResult, type Plan, PLANS, summarize, type SuiteResult, Unreachable } from "./model.ts"
 import { planPhase } from "./plans.ts"
+import { lastFour, scrubber } from "./secrets.ts"
 
 export interface SuiteOptions {
   /** The service's base URL, including `/v1`. */
@@ -28,6 +29,23 @@ export interface SuiteOptions {
 }
 
 export class InvalidOptions extends Data.TaggedError("InvalidOptions")<{ readonly message: string }> {}
+
+export interface RefusedKey {
+  readonly plan: Plan
+  /** The key's plan and position among the keys given, e.g. `free key 2`. */
+  readonly label: string
+  readonly lastFour: string
+  readonly status: number
+}
+
+/** Keys the service answered 401 or 403 before any check ran: the run would only find that out check by check. */
+export class InvalidKeys extends Data.TaggedError("InvalidKeys")<{ readonly refused: ReadonlyArray<RefusedKey> }> {
+  override get message() {
+    const which = this.refused.map((key) => `${key.label} (${key.lastFour}) got ${key.status}`).join(", ")
+    return `the service refused ${this.refused.length === 1 ? "a key" : `${this.refused.length} keys`}: ${which}. ` +
+      "Give keys this service issued and has not revoked"
+  }
+}
 
 /** Plans in the order their first key is preferred for the general checks: the most room first. */
 const GENERAL_KEY_PREFERENCE: ReadonlyArray<Plan> = ["business", "enterprise", "pro", "free"]
@@ -88,7 +106,7 @@ export const suite = (options: SuiteOptions) =>
   Effect.gen(function*() {
     const baseUrl = yield* normalizeBaseUrl(options.baseUrl)
     const maxWaitSeconds = options.maxWaitSeconds ?? 120
-    const progress = options.onProgress ?? (() => {})
+    const onProgress = options.onProgress ?? (() => {})
     const runId = randomBytes(4).toString("hex")
     const startedAt = new Date()
 
@@ -101,6 +119,35 @@ export const suite = (options: SuiteOptions) =>
       enterprise: keysOf("enterprise")
     }
     const generalKey = GENERAL_KEY_PREFERENCE.map((plan) => keys[plan][0]).find((key) => key !== undefined)
+    const allKeys = PLANS.flatMap((plan) => keys[plan])
+    if (allKeys.length === 0) {
+      return yield* new InvalidOptions({
+        message: "no API key given: give at least one (keys: { free: [KEY] }); without a key nothing behind authentication can be checked"
+      })
+    }
+    for (const [index, key] of allKeys.entries()) {
+      const first = allKeys.findIndex((other) => other.secret === key.secret)
+      if (first < index) {
+        return yield* new InvalidOptions({
+          message: `${key.label} (${lastFour(key.secret)}) is the same key as ${allKeys[first]!.label}: give each key once, ` +
+            "since the suite spends each key's windows on its own"
+        })
+      }
+    }
+    // Whatever the service answers may echo a key: only its last four characters leave the suite.
+    const scrub = scrubber(allKeys.map((key) => key.secret))
+    const scrubResult = (result: CheckResult): CheckResult => ({
+      ...result,
+      ...(result.reason === undefined ? {} : { reason: scrub(result.reason) }),
+      ...(result.failure === undefined ? {} : {
+        failure: {
+          ...(result.failure.request === undefined ? {} : { request: scrub(result.failure.request) }),
+          expected: scrub(result.failure.expected),
+          received: scrub(result.failure.received)
+        }
+      })
+    })
+    const progress = (line: string) => onProgress(scrub(line))
 
     const observations = makeObservations()
     const reachable = yield* Effect.result(probe({ baseUrl, requestTimeoutSeconds: REQUEST_TIMEOUT_SECONDS }, anonymous))
@@ -132,13 +179,29 @@ export const suite = (options: SuiteOptions) =>
       progress
     })
 
+    // Every key is tried once before any check, so that a mistyped or revoked key stops the run at once.
+    const refused = yield* Effect.forEach(
+      allKeys,
+      (key) =>
+        http.send({ path: "/pets?limit=1", credential: withKey(key), retryWhenLimited: false }).pipe(
+          Effect.map((exchange): ReadonlyArray<RefusedKey> =>
+            exchange.status === 401 || exchange.status === 403
+              ? [{ plan: key.plan, label: key.label, lastFour: lastFour(key.secret), status: exchange.status }]
+              : []
+          ),
+          Effect.catchTag("CheckFailed", (failed) => Effect.fail(new Unreachable({ baseUrl, cause: failed.received })))
+        ),
+      { concurrency: "unbounded" }
+    )
+    if (refused.flat().length > 0) return yield* new InvalidKeys({ refused: refused.flat() })
+
     const phases: Array<Phase> = [yield* generalPhase(run), ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))]
     phases.push({ name: "invariants", after: phases.map((phase) => phase.name), checks: invariantChecks(observations.tally) })
 
     const results = yield* runPhases(
       phases,
       isSelected({ only: options.only, grep: options.grep }),
-      options.onResult ?? (() => {})
+      (result) => options.onResult?.(scrubResult(result))
     ).pipe(Effect.provideService(Http, http))
 
     return {
@@ -146,7 +209,7 @@ export const suite = (options: SuiteOptions) =>
       baseUrl,
       startedAt: startedAt.toISOString(),
       durationMs: Date.now() - startedAt.getTime(),
-      results,
+      results: results.map(scrubResult),
       summary: summarize(results)
     } satisfies SuiteResult
   })
@@ -154,7 +217,8 @@ export const suite = (options: SuiteOptions) =>
 /**
  * Runs the conformance suite against `options.baseUrl`. Resolves with every
  * selected check's result; rejects with `Unreachable` when the base URL gives
- * no HTTP answer and with `InvalidOptions` for options it cannot use.
+ * no HTTP answer, with `InvalidOptions` for options it cannot use (no key, a
+ * key given twice) and with `InvalidKeys` when the service refuses a key.
  */
 export const runSuite = async (options: SuiteOptions): Promise<SuiteResult> => {
   const exit = await Effect.runPromiseExit(suite(options))

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process"
 import { once } from "node:events"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -35,6 +35,23 @@ const conformance = async (args: ReadonlyArray<string>, env: Record<string, stri
 
 const lastLine = (text: string) => text.trimEnd().split("\n").at(-1)
 
+let files = 0
+/** A keys file as QA writes one. */
+const keysFile = (lines: ReadonlyArray<string>) => {
+  const path = join(reports, `keys-${++files}.txt`)
+  writeFileSync(path, `${lines.join("\n")}\n`)
+  return path
+}
+
+/** Everything the process printed holds none of the keys, and shows a key by its last four characters at most. */
+const expectNoKeyIn = (outcome: Outcome, keys: ReadonlyArray<string>) => {
+  const printed = outcome.stdout + outcome.stderr
+  for (const key of keys) {
+    expect(printed).not.toContain(key)
+    expect(printed).not.toContain(key.slice(0, -4))
+  }
+}
+
 const fixture = async (deviation?: Deviation) => {
   const started = await startFixture({ recoverySeconds: 1, deviation })
   onTestFinished(() => started.close())
@@ -47,7 +64,7 @@ describe("the command line", () => {
     const junit = join(reports, "ok.xml")
     const json = join(reports, "ok.json")
     const outcome = await conformance(
-      ["--base-url", baseUrl, "--key", `pro=${keys.pro[0]}`, "--grep", "listPets", "--junit", junit, "--json", json]
+      ["--base-url", baseUrl, "--keys-file", keysFile(["# QA's keys", "", `pro=${keys.pro[0]}`]), "--grep", "listPets", "--junit", junit, "--json", json]
     )
     expect(outcome.code, outcome.stderr).toBe(0)
     expect(lastLine(outcome.stdout)).toMatch(/^\d+ passed, 0 failed, 0 skipped$/)
@@ -69,10 +86,12 @@ describe("the command line", () => {
     )
     expect(outcome.code, outcome.stderr).toBe(1)
     expect(outcome.stdout).toMatch(
-      /FAIL {2}spec {6}listPets: 20 pets by default when more exist \[pets\.list-default-limit\]\n {8}request: {2}GET http:\/\/127\.0\.0\.1:\d+\/v1\/pets \(Bearer fx_f…\w{4} \(free key 1\)\)\n {8}expected: exactly 20 pets, the default page size \(more than 20 exist\)\n {8}received: 10 pets/
+      /FAIL {2}spec {6}listPets: 20 pets by default when more exist \[pets\.list-default-limit\]\n {8}request: {2}GET http:\/\/127\.0\.0\.1:\d+\/v1\/pets \(Bearer …\w{4} \(free key 1\)\)\n {8}expected: exactly 20 pets, the default page size \(more than 20 exist\)\n {8}received: 10 pets/
     )
     expect(lastLine(outcome.stdout)).toBe("0 passed, 1 failed, 0 skipped")
     expect(readFileSync(junit, "utf8")).toContain("<failure message=\"expected exactly 20 pets")
+    expectNoKeyIn(outcome, [keys.free[0]!])
+    expect(readFileSync(junit, "utf8")).not.toContain(keys.free[0]!.slice(0, -4))
   })
 
   it("takes the base URL and several keys of a plan from the environment", async () => {
@@ -85,9 +104,71 @@ describe("the command line", () => {
     expect(lastLine(outcome.stdout)).toBe("1 passed, 0 failed, 0 skipped")
   })
 
+  it("still takes keys as --key PLAN=KEY", async () => {
+    const { baseUrl, keys } = await fixture()
+    const outcome = await conformance(["--base-url", baseUrl, "--key", `free=${keys.free[0]}`, "--grep", "limit=1 returns"])
+    expect(outcome.code, outcome.stderr).toBe(0)
+    expect(lastLine(outcome.stdout)).toBe("1 passed, 0 failed, 0 skipped")
+  })
+
+  it("exits 2 without a key, saying how to give one, rather than passing what it could not test", async () => {
+    const { baseUrl } = await fixture()
+    const outcome = await conformance(["--base-url", baseUrl])
+    expect(outcome.code).toBe(2)
+    expect(outcome.stdout).toBe("")
+    expect(outcome.stderr).toContain("no API key given")
+    expect(outcome.stderr).toContain("--keys-file FILE")
+    expect(outcome.stderr).toContain("CONFORMANCE_KEY_FREE")
+  })
+
+  it("checks every key before any check, and exits 2 naming the plan and the last four characters of each refused one", async () => {
+    const { baseUrl, keys } = await fixture()
+    const revoked = "fx_pro_revoked_key_9z8y"
+    const outcome = await conformance(["--base-url", baseUrl, "--keys-file", keysFile([`free=${keys.free[0]}`, `pro=${keys.pro[0]}`, `pro=${revoked}`])])
+    expect(outcome.code).toBe(2)
+    expect(outcome.stdout).toBe("")
+    expect(outcome.stderr).toContain("the service refused a key: pro key 2 (…9z8y) got 401")
+    expectNoKeyIn(outcome, [revoked, keys.free[0]!, keys.pro[0]!])
+  })
+
+  it("exits 2 for a key given twice", async () => {
+    const { baseUrl, keys } = await fixture()
+    const outcome = await conformance(["--base-url", baseUrl, "--keys-file", keysFile([`free=${keys.free[0]}`, `free=${keys.free[0]}`])])
+    expect(outcome.code).toBe(2)
+    expect(outcome.stderr).toContain("free key 2 (…")
+    expect(outcome.stderr).toContain("is the same key as free key 1")
+    expectNoKeyIn(outcome, [keys.free[0]!])
+  })
+
+  it("exits 2 for a keys file line that is not PLAN=KEY, naming the line and never its key", async () => {
+    const secret = "psk_a_secret_that_lost_its_plan_1234"
+    const outcome = await conformance(["--base-url", "http://127.0.0.1:1/v1", "--keys-file", keysFile(["# keys", secret])])
+    expect(outcome.code).toBe(2)
+    expect(outcome.stderr).toMatch(/keys-\d+\.txt line 2 is not PLAN=KEY: each line is PLAN=KEY with PLAN one of free, pro, business, enterprise/)
+    expectNoKeyIn(outcome, [secret])
+  })
+
+  it("never prints a key given where the command line does not expect one", async () => {
+    const secret = "psk_misplaced_secret_key_5678"
+    for (
+      const args of [
+        ["--key", `gold=${secret}`],
+        ["--key", secret],
+        [`free=${secret}`],
+        ["--only", secret],
+        ["--kye", `free=${secret}`]
+      ]
+    ) {
+      const outcome = await conformance(["--base-url", "http://127.0.0.1:1/v1", ...args])
+      expect(outcome.code, args.join(" ")).toBe(2)
+      expect(outcome.stderr, args.join(" ")).not.toBe("")
+      expectNoKeyIn(outcome, [secret])
+    }
+  })
+
   it("runs only the spec's checks with --only spec", async () => {
     const { baseUrl, keys } = await fixture("no-405")
-    const outcome = await conformance(["--base-url", baseUrl, "--key", `pro=${keys.pro[0]}`, "--only", "spec", "--grep", "create"])
+    const outcome = await conformance(["--base-url", baseUrl, "--only", "spec", "--grep", "create"], { CONFORMANCE_KEY_PRO: keys.pro[0]! })
     expect(outcome.code, outcome.stdout).toBe(0)
     expect(outcome.stdout).not.toContain("extension")
   })
@@ -101,7 +182,9 @@ describe("the command line", () => {
   it("exits 2 for a --key that is not PLAN=KEY", async () => {
     const outcome = await conformance(["--base-url", "http://127.0.0.1:1/v1", "--key", "gold=abc"])
     expect(outcome.code).toBe(2)
-    expect(outcome.stderr).toContain("--key takes PLAN=KEY with PLAN one of free, pro, business, enterprise, not \"gold=abc\"")
+    expect(outcome.stderr).toContain(
+      "--key takes PLAN=KEY with PLAN one of free, pro, business, enterprise; --key number 1 names the plan \"gold\", which does not exist"
+    )
   })
 
   it("exits 2 when the base URL does not answer", async () => {
@@ -110,7 +193,7 @@ describe("the command line", () => {
     const { port } = probe.address() as { port: number }
     probe.close()
     await once(probe, "close")
-    const outcome = await conformance(["--base-url", `http://127.0.0.1:${port}/v1`])
+    const outcome = await conformance(["--base-url", `http://127.0.0.1:${port}/v1`], { CONFORMANCE_KEY_FREE: "fx_free_never_sent_0000" })
     expect(outcome.code).toBe(2)
     expect(outcome.stderr).toContain(`cannot reach http://127.0.0.1:${port}/v1: ECONNREFUSED`)
   })

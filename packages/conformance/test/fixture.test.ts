@@ -1,7 +1,8 @@
 import { once } from "node:events"
+import { createServer as createHttpServer } from "node:http"
 import { createServer } from "node:net"
 import { describe, expect, it, onTestFinished } from "vitest"
-import { InvalidOptions, runSuite, Unreachable } from "../src/index.ts"
+import { InvalidKeys, InvalidOptions, runSuite, Unreachable } from "../src/index.ts"
 import { startFixture } from "./fixture/server.ts"
 import { failures, idsWith, keysOf } from "./support/keys.ts"
 
@@ -60,7 +61,7 @@ describe("the suite against the fault-free fixture", () => {
     expect(result.results.length).toBeGreaterThan(5)
     for (const check of result.results) {
       expect(check.status).toBe("skip")
-      expect(check.reason).toContain("--key free=KEY or CONFORMANCE_KEY_FREE")
+      expect(check.reason).toContain("no free key given: add free=KEY to the --keys-file, or set CONFORMANCE_KEY_FREE")
     }
   })
 
@@ -88,6 +89,34 @@ describe("the suite against the fault-free fixture", () => {
     expect(fixture.windowsOpened(fixture.keys.free[1]!)).toBe(2)
   })
 
+  it("does not take a minute window that resets between two calls of GET /v1/rate_limit for a call that cost quota", async () => {
+    let offset = 0
+    let rateLimitCalls = 0
+    // The second call arrives in the next window, whose remaining count is whole again.
+    const fixture = await start({
+      clock: () => Date.now() + offset,
+      onRequest: (request) => {
+        if (request.url?.startsWith("/v1/rate_limit") && ++rateLimitCalls === 2) offset += 61_000
+      }
+    })
+    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2 }), grep: "free.rate-limit-endpoint" })
+    expect(failures(result)).toEqual([])
+    expect(idsWith(result, "pass")).toEqual(["free.rate-limit-endpoint"])
+  })
+
+  it("does not report a key as unlimited when its minute window reset between the 429 and GET /v1/rate_limit", async () => {
+    let offset = 0
+    const fixture = await start({
+      clock: () => Date.now() + offset,
+      onRequest: (request) => {
+        if (request.url?.startsWith("/v1/rate_limit")) offset += 61_000
+      }
+    })
+    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2 }), grep: "free.limited-status" })
+    expect(failures(result)).toEqual([])
+    expect(result.results[0]).toMatchObject({ id: "free.limited-status", status: "skip", reason: expect.stringContaining("window reset") })
+  })
+
   it("with --daily paces requests under the minute quota until the daily quota binds", async () => {
     const fixture = await start({ minuteSeconds: 2, enterpriseLimits: { perMinute: 5, perDay: 12 } })
     const progress: Array<string> = []
@@ -106,6 +135,31 @@ describe("the suite against the fault-free fixture", () => {
   })
 })
 
+describe("the suite's output", () => {
+  it("shows a key by its last four characters at most, even when the service echoes it back", async () => {
+    const echo = createHttpServer((request, response) => {
+      response.writeHead(200, { "content-type": "application/json" })
+      response.end(JSON.stringify({ youSent: request.headers.authorization ?? null }))
+    }).listen(0, "127.0.0.1")
+    await once(echo, "listening")
+    onTestFinished(() => void echo.close())
+    const key = "psk_echoed_back_by_the_service_7f3e"
+    const progress: Array<string> = []
+    const reported: Array<unknown> = []
+    const result = await runSuite({
+      baseUrl: `http://127.0.0.1:${(echo.address() as { port: number }).port}/v1`,
+      keys: { free: [key] },
+      grep: "pets.",
+      onResult: (check) => reported.push(check),
+      onProgress: (line) => progress.push(line)
+    })
+    expect(result.summary.failed).toBeGreaterThan(0)
+    const everything = JSON.stringify([result, reported, progress])
+    expect(everything).toContain("…7f3e")
+    expect(everything).not.toContain(key.slice(0, -4))
+  })
+})
+
 describe("runSuite refuses to start", () => {
   it("with Unreachable when nothing answers at the base URL", async () => {
     const probe = createServer().listen(0, "127.0.0.1")
@@ -113,14 +167,36 @@ describe("runSuite refuses to start", () => {
     const { port } = probe.address() as { port: number }
     probe.close()
     await once(probe, "close")
-    await expect(runSuite({ baseUrl: `http://127.0.0.1:${port}/v1` })).rejects.toBeInstanceOf(Unreachable)
+    await expect(runSuite({ baseUrl: `http://127.0.0.1:${port}/v1`, keys: { free: ["fx_free_never_sent_0000"] } })).rejects
+      .toBeInstanceOf(Unreachable)
   })
 
   it("with InvalidOptions for a base URL without /v1 whose /pets is 404", async () => {
     const fixture = await start()
-    const error = await runSuite({ baseUrl: fixture.baseUrl.replace(/\/v1$/, "") }).catch((error: unknown) => error)
+    const error = await runSuite({ baseUrl: fixture.baseUrl.replace(/\/v1$/, ""), keys: keysOf(fixture, { free: 1 }) })
+      .catch((error: unknown) => error)
     expect(error).toBeInstanceOf(InvalidOptions)
     expect((error as InvalidOptions).message).toContain("the base URL must include the version segment")
+  })
+
+  it("with InvalidOptions without a key", async () => {
+    const fixture = await start()
+    const error = await runSuite({ baseUrl: fixture.baseUrl, keys: { free: [] } }).catch((error: unknown) => error)
+    expect(error).toBeInstanceOf(InvalidOptions)
+    expect((error as InvalidOptions).message).toContain("no API key given")
+  })
+
+  it("with InvalidKeys, before any check, when the service refuses a key", async () => {
+    const fixture = await start()
+    const checked: Array<string> = []
+    const error = await runSuite({
+      baseUrl: fixture.baseUrl,
+      keys: { free: [fixture.keys.free[0]!, "fx_free_unknown_key_ab12"] },
+      onResult: (check) => checked.push(check.id)
+    }).catch((error: unknown) => error)
+    expect(error).toBeInstanceOf(InvalidKeys)
+    expect((error as InvalidKeys).refused).toEqual([{ plan: "free", label: "free key 2", lastFour: "…ab12", status: 401 }])
+    expect(checked).toEqual([])
   })
 
   it("with InvalidOptions for a base URL that is not http(s)", async () => {
