@@ -33,18 +33,24 @@ export const CategoryId = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).ann
   format: "int64"
 })
 
-export class NewPet extends Schema.Class<NewPet>("NewPet")({
+/**
+ * What a client sends to create a pet: a plain object. `status` may be left out
+ * (the server stores `available`); the server refuses unknown fields.
+ */
+export const NewPet = Schema.Struct({
   name: PetName,
   categoryId: CategoryId,
   status: PetStatus.pipe(Schema.withDecodingDefaultKey(Effect.succeed("available" as const)))
-}) {}
+}).annotate({ identifier: "NewPet" })
+export type NewPet = typeof NewPet.Type
 
-export class Pet extends Schema.Class<Pet>("Pet")({
+export const Pet = Schema.Struct({
   id: PetId,
   name: Schema.String,
   categoryId: CategoryId,
   status: PetStatus
-}) {}
+}).annotate({ identifier: "Pet" })
+export type Pet = typeof Pet.Type
 
 export const Pets = Schema.Array(Pet).annotate({ identifier: "Pets", description: "A page of pets, in ascending id order" })
 

@@ -1,4 +1,4 @@
-import { Effect, Schema, SchemaTransformation } from "effect"
+import { Schema, SchemaTransformation } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { IdempotencyKeyInFlight, IdempotencyKeyReused, NotFound, ServiceUnavailable } from "./ApiError.ts"
 import { ApiKeyAuth, RequestValidation } from "./Middleware.ts"
@@ -15,10 +15,15 @@ export const PageSize = DecimalId.check(
   Schema.isBetween({ minimum: 1, maximum: MAX_PAGE_SIZE }, { expected: `an integer from 1 to ${MAX_PAGE_SIZE}` })
 )
 
+/**
+ * `limit` is optional on both sides: a decoding default would make it required
+ * for the typed client, whose input is the decoded side. The server reads a
+ * missing `limit` as `DEFAULT_PAGE_SIZE`.
+ */
 export const ListPetsQuery = Schema.Struct({
-  limit: PageSize.pipe(Schema.withDecodingDefaultKey(Effect.succeed(String(DEFAULT_PAGE_SIZE)))).annotate({
+  limit: Schema.optionalKey(PageSize.annotate({
     description: `Maximum number of pets returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`
-  }),
+  })),
   status: Schema.optionalKey(PetStatus),
   cursor: Schema.optionalKey(Schema.String.annotate({
     description: "Opaque position from a previous page's `Link: <…>; rel=\"next\"` header"

@@ -1,4 +1,5 @@
 import {
+  DEFAULT_PAGE_SIZE,
   IdempotencyKeyInFlight,
   IdempotencyKeyReused,
   type NewPet,
@@ -71,11 +72,12 @@ export const PetsHandlers = HttpApiBuilder.group(
       .handle("listPets", ({ query, request }) =>
         Effect.gen(function*() {
           const after = yield* decodeCursor(query.cursor)
-          const page = yield* pets.list({ limit: query.limit, status: query.status, after }).pipe(
+          const limit = query.limit ?? DEFAULT_PAGE_SIZE
+          const page = yield* pets.list({ limit, status: query.status, after }).pipe(
             Effect.catchTag("DatabaseError", unavailable)
           )
           const link = Option.map(page.nextAfter, (afterId) => {
-            const params = new URLSearchParams({ limit: String(query.limit) })
+            const params = new URLSearchParams({ limit: String(limit) })
             if (query.status !== undefined) params.set("status", query.status)
             params.set("cursor", encodeCursor(afterId))
             return `<${publicUrl.of(request, `/v1/pets?${params}`)}>; rel="next"`

@@ -1,5 +1,4 @@
-import type { NewPet, PetStatus } from "@petstore/contract"
-import { Pet } from "@petstore/contract"
+import type { NewPet, Pet, PetStatus } from "@petstore/contract"
 import { Context, Effect, Exit, Layer, Option, Request, RequestResolver } from "effect"
 import { arrayLiteral, Database, type DatabaseError, sql } from "../db/Database.ts"
 
@@ -22,7 +21,7 @@ interface PetRow {
   readonly status: PetStatus
 }
 
-const toPet = (row: PetRow) => new Pet({ id: row.id, name: row.name, categoryId: row.category_id, status: row.status })
+const toPet = (row: PetRow): Pet => ({ id: row.id, name: row.name, categoryId: row.category_id, status: row.status })
 
 interface ListPets extends Request.Request<PetPage, DatabaseError> {
   readonly query: PageQuery
