@@ -34,23 +34,44 @@ export const jsonSchemaOf = (schema: Schema.Top): Json => {
 
 export interface DocumentedParameter {
   /** The decoded value: what the parameter means, e.g. an integer from 1 to 100 with a default. */
-  readonly value: Schema.Top
+  readonly value?: Schema.Top
   /** How it is spelled on the wire, where the schema alone does not say it. */
-  readonly description: string
+  readonly description?: string
+  /**
+   * An example that documentation pages show but do not send unless the
+   * reader ticks it (Scalar's `x-disabled`): for an optional parameter whose
+   * every value has consequences (a cursor, an idempotency key), where an
+   * empty one would be refused.
+   */
+  readonly offByDefault?: { readonly summary: string; readonly value: string }
 }
 
 /**
- * An operation transform: the named path and query parameters are described
- * by their decoded value. The generator describes them by their encoded string
- * (`{"type":"string"}`), which loses their type, bounds and default.
+ * An operation transform: the named parameters are described by their
+ * decoded value (the generator describes path and query parameters by the
+ * string they are decoded from, `{"type":"string"}`, which loses their type,
+ * bounds and default), with a description and examples.
  */
 export const describeParameters = (parameters: Readonly<Record<string, DocumentedParameter>>) => (operation: Json): Json => {
   const names = new Set(Object.keys(parameters))
   const described = (operation.parameters as Array<Json>).map((parameter) => {
     const documented = parameters[parameter.name]
-    if (documented === undefined || (parameter.in !== "query" && parameter.in !== "path")) return parameter
+    if (documented === undefined) return parameter
     names.delete(parameter.name)
-    return { ...parameter, description: documented.description, schema: jsonSchemaOf(documented.value) }
+    return {
+      ...parameter,
+      ...(documented.description === undefined ? {} : { description: documented.description }),
+      ...(documented.value === undefined ? {} : { schema: jsonSchemaOf(documented.value) }),
+      ...(documented.offByDefault === undefined ? {} : {
+        examples: {
+          [parameter.name]: {
+            summary: documented.offByDefault.summary,
+            value: documented.offByDefault.value,
+            "x-disabled": true
+          }
+        }
+      })
+    }
   })
   if (names.size > 0) throw new Error(`describeParameters: no parameter ${[...names].join(", ")} on ${operation.operationId}`)
   return { ...operation, parameters: described }

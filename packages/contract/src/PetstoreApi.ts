@@ -41,7 +41,8 @@ const listPetsParameters = describeParameters({
     value: Schema.String.check(Schema.isPattern(cursorAsIssued())),
     description: "Where the page starts: copy it from the previous page's `Link: <…>; rel=\"next\"` URL. " +
       "Leave it out for the first page. Treat it as opaque: the pattern shows the cursors this version issues " +
-      "(ids up to 15 digits), so that schema-driven tools can make valid ones; any other value is 400."
+      "(ids up to 15 digits), so that schema-driven tools can make valid ones; any other value is 400.",
+    offByDefault: { summary: "A cursor from a Link header (leave it out for the first page)", value: "YWZ0ZXI6MjA" }
   }
 })
 
@@ -140,13 +141,18 @@ const createPet = HttpApiEndpoint.post("createPet", "/pets", {
   identifier: "createPet",
   summary: "Add a pet",
   description: "Unknown fields are refused. `status` defaults to `available`. With `Idempotency-Key`, a retry returns the original answer.",
-  transform: linkResponse(201, {
-    getPet: {
-      operationId: "getPet",
-      parameters: { petId: "$response.body#/id" },
-      description: "The created pet, by the `id` in the answer"
-    }
-  })
+  transform: (operation) =>
+    linkResponse(201, {
+      getPet: {
+        operationId: "getPet",
+        parameters: { petId: "$response.body#/id" },
+        description: "The created pet, by the `id` in the answer"
+      }
+    })(describeParameters({
+      "idempotency-key": {
+        offByDefault: { summary: "A new unique value for each new pet", value: "4f1c2a9e-7d3b-4e8a-9c61-2b5d0e7f8a13" }
+      }
+    })(operation))
 }))
 
 const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
