@@ -23,6 +23,14 @@ export const AppConfigShape = Config.all({
   ),
   dataDir: Config.String("DATA_DIR").pipe(Config.withDefault("./.data")),
   publicBaseUrl: Config.option(Config.URL("PUBLIC_BASE_URL")),
+  /** Servers of the OpenAPI document: comma-separated `http(s)://…/v1` URLs, each optionally followed by a description. */
+  openApiServers: Config.option(Config.schema(
+    Schema.String.check(Schema.isPattern(
+      /^\s*https?:\/\/[^\s,/?#]+(?:\/[^\s,?#]*)?\/v1(?:\s+[^\s,][^,]*)?(?:,\s*https?:\/\/[^\s,/?#]+(?:\/[^\s,?#]*)?\/v1(?:\s+[^\s,][^,]*)?)*\s*$/,
+      { expected: "comma-separated http(s) URLs ending in /v1, each optionally followed by a description" }
+    )),
+    "OPENAPI_SERVERS"
+  )),
   logLevel: Config.LogLevel("LOG_LEVEL").pipe(Config.withDefault("Info" as const)),
   logFormat: Config.Literals(["json", "pretty"], "LOG_FORMAT").pipe(Config.withDefault("json" as const)),
   quotaStore: Config.option(Config.Literals(["memory", "postgres"], "QUOTA_STORE")),
@@ -61,6 +69,7 @@ export const describeConfig = (config: AppConfigValues) =>
       onSome: (url) => maskUrl(Redacted.value(url))
     }),
     publicBaseUrl: Option.match(config.publicBaseUrl, { onNone: () => "<from request>", onSome: String }),
+    openApiServers: Option.getOrElse(config.openApiServers, () => "<PUBLIC_BASE_URL/v1, else the served origin>"),
     quotaStore: Option.getOrElse(config.quotaStore, () => "<by DATABASE_URL>"),
     banThreshold: Option.getOrElse(config.banThreshold, () => "<the key's per-minute limit>"),
     otlpEndpoint: Option.match(config.otlpEndpoint, { onNone: () => "<unset: no traces>", onSome: String })

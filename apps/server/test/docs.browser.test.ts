@@ -39,8 +39,11 @@ describe.skipIf(!chromiumAvailable)("the API reference page at /docs, in Chromiu
     const listPets = page.getByRole("region", { name: "List pets", exact: true })
     const sample = await listPets.getByRole("group", { name: /^Request Example/ }).locator("code").innerText()
     expect(sample).toContain(`--header 'Authorization: Bearer ${key}'`)
+    // Every parameter the sample sends has a value the server accepts: none is sent empty.
+    expect(sample).not.toMatch(/[?&][a-z]+=(?:&|'|$)/m)
 
-    await listPets.getByRole("button", { name: "Test Request (get /v1/pets)" }).click()
+    // The document's paths are relative to its server, which ends in /v1.
+    await listPets.getByRole("button", { name: "Test Request (get /pets)" }).click()
     const [answer] = await Promise.all([
       page.waitForResponse((response) =>
         new URL(response.url()).pathname === "/v1/pets" && response.request().method() === "GET"
@@ -48,8 +51,45 @@ describe.skipIf(!chromiumAvailable)("the API reference page at /docs, in Chromiu
       page.getByRole("button", { name: /^Send get request to / }).click()
     ])
     expect(answer.request().headers()["authorization"]).toBe(`Bearer ${key}`)
+    expect([...new URL(answer.url()).searchParams].filter(([, value]) => value === "")).toEqual([])
     expect(answer.status()).toBe(200)
     await page.getByRole("dialog").getByText("200 OK").waitFor()
+    await context.close()
+  }, 90_000)
+
+  it("sends createPet's example as it stands and gets 201: the example body and headers are a request the server accepts", async () => {
+    const { key } = await server.createKey("free")
+    const context = await browser.newContext()
+    await context.route((url) => url.origin !== origin(), (route) => route.abort())
+    const page = await context.newPage()
+    page.setDefaultTimeout(15_000)
+    await page.goto(`${origin()}/docs`)
+
+    await page.getByRole("button", { name: "Select Auth Type" }).click()
+    await page.getByRole("option", { name: "apiKey" }).click()
+    await page.getByRole("textbox", { name: "Bearer Token" }).fill(key)
+
+    await page.getByRole("button", { name: /^Add a pet/ }).click()
+    const createPet = page.getByRole("region", { name: "Add a pet", exact: true })
+    const sample = await createPet.getByRole("group", { name: /^Request Example/ }).locator("code").innerText()
+    // No header is sent empty, and the body is the schema's examples: a name and a category the server accepts.
+    expect(sample).not.toMatch(/--header '[^:']+:\s*'/)
+    expect(sample).toContain("\"name\": \"Rex\"")
+    expect(sample).toContain("\"categoryId\": 1")
+
+    await createPet.getByRole("button", { name: "Test Request (post /pets)" }).click()
+    const [answer] = await Promise.all([
+      page.waitForResponse((response) =>
+        new URL(response.url()).pathname === "/v1/pets" && response.request().method() === "POST"
+      ),
+      page.getByRole("button", { name: /^Send post request to / }).click()
+    ])
+    const sent = answer.request()
+    expect(Object.entries(sent.headers()).filter(([, value]) => value.trim() === "")).toEqual([])
+    expect(JSON.parse(sent.postData() ?? "null")).toMatchObject({ name: "Rex", categoryId: 1 })
+    expect(answer.status()).toBe(201)
+    expect(await answer.json()).toMatchObject({ id: expect.any(Number), name: "Rex", categoryId: 1, status: "available" })
+    await page.getByRole("dialog").getByText("201 Created").waitFor()
     await context.close()
   }, 90_000)
 })

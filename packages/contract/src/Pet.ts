@@ -1,17 +1,33 @@
 import { Effect, Schema, SchemaTransformation } from "effect"
 
 /**
+ * A positive safe integer, `int64` on the wire. Built from `Number` with the
+ * format on the base, so the generated JSON Schema is one flat object
+ * (`{ type: integer, format: int64, minimum: 1, maximum: 2^53 − 1 }`):
+ * `Schema.Int.check(…).annotate({ format })` would leave Int's own bounds
+ * (±2^53 − 1) at the top and move the real minimum into an `allOf`, which
+ * documentation tools and example generators then ignore.
+ */
+export const PositiveSafeInt = Schema.Number.annotate({ format: "int64" }).check(
+  Schema.isInt(),
+  Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }, { expected: "a positive safe integer" })
+)
+
+/**
  * A positive integer written in plain decimal digits, as it appears in a path
  * or a query string. Spellings that JavaScript would also accept as numbers
- * (`1e1`, `5.0`, `0x10`, ` 5`) are refused, so a value has one spelling only.
+ * (`1e1`, `5.0`, `0x10`, ` 5`, `05`) are refused, so a value has one spelling only.
  */
 export const DecimalId = Schema.String.check(
-  Schema.isPattern(/^[1-9][0-9]{0,15}$/, { expected: "a positive integer in decimal digits" })
-).pipe(Schema.decodeTo(Schema.Int, SchemaTransformation.numberFromString))
+  Schema.isPattern(/^[1-9][0-9]{0,15}$/u, { expected: "a positive integer in decimal digits" })
+).pipe(Schema.decodeTo(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), SchemaTransformation.numberFromString))
 
-export const PetId = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({
-  description: "Unique identifier, assigned by the service on creation (int64 on the wire, safe integer range)",
-  format: "int64"
+/** How `DecimalId` values are spelled, for the parameters' descriptions in the OpenAPI document. */
+export const DECIMAL_SPELLING = "Plain decimal digits: no sign, leading zero, fraction, exponent or spaces"
+
+export const PetId = PositiveSafeInt.annotate({
+  description: "Unique identifier, assigned by the service on creation (int64 on the wire, within the safe integer range 1 to 2^53 − 1)",
+  examples: [1]
 })
 export type PetId = typeof PetId.Type
 
@@ -21,16 +37,42 @@ export const PetStatus = Schema.Literals(["available", "pending", "sold"]).annot
 })
 export type PetStatus = typeof PetStatus.Type
 
-export const PetName = Schema.Trim.check(
-  Schema.isMinLength(1, { expected: "a name of at least 1 character after trimming" }),
-  Schema.isMaxLength(100, { expected: "a name of at most 100 characters after trimming" }),
-  // PostgreSQL text cannot hold NUL; a name with one is the client's mistake, not an outage.
-  Schema.isPattern(/^[^\u0000]*$/, { expected: "a name without NUL characters" })
-).annotate({ description: "The animal's name, 1–100 characters after trimming" })
+/** What `String.prototype.trim` removes: ECMAScript's WhiteSpace and LineTerminator, spelled out so every regex dialect reads them alike. */
+const TRIMMED = String.raw`\t\n\u000b\u000c\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff`
 
-export const CategoryId = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).annotate({
-  description: "Identifier of the category the animal belongs to (a positive safe integer)",
-  format: "int64"
+/**
+ * A name as sent: something other than whitespace, at most 100 characters from
+ * its first to its last non-whitespace character, and no NUL anywhere
+ * (PostgreSQL's text cannot hold NUL; a name with one is the client's mistake,
+ * not an outage). Checked on the wire so the OpenAPI document carries it.
+ *
+ * JSON Schema counts characters as code points, the server counts UTF-16 code
+ * units (after trimming, below): a name with more than 50 characters outside
+ * the Basic Multilingual Plane (emoji) matches this pattern and is still
+ * refused. No regular expression that tools share can count code units, so the
+ * description says it in words.
+ */
+const NAME_AS_SENT = new RegExp(`^[${TRIMMED}]*[^${TRIMMED}\\u0000](?:[^\\u0000]{0,98}[^${TRIMMED}\\u0000])?[${TRIMMED}]*$`, "u")
+
+export const PetName = Schema.String.check(
+  Schema.isPattern(NAME_AS_SENT, { expected: "a name of 1 to 100 characters after trimming, without NUL characters" })
+).annotate({
+  description: "The animal's name. Leading and trailing whitespace is trimmed; what remains must be 1–100 characters " +
+    "(UTF-16 code units: a character outside the Basic Multilingual Plane, such as an emoji, counts as 2) and contain no NUL.",
+  examples: ["Rex"]
+}).pipe(
+  Schema.decodeTo(
+    Schema.Trimmed.check(
+      Schema.isMinLength(1, { expected: "a name of at least 1 character after trimming" }),
+      Schema.isMaxLength(100, { expected: "a name of at most 100 characters (UTF-16 code units) after trimming" })
+    ),
+    SchemaTransformation.trim()
+  )
+)
+
+export const CategoryId = PositiveSafeInt.annotate({
+  description: "Identifier of the category the animal belongs to (int64 on the wire, within the safe integer range 1 to 2^53 − 1)",
+  examples: [1]
 })
 
 /**
@@ -40,17 +82,20 @@ export const CategoryId = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)).ann
 export const NewPet = Schema.Struct({
   name: PetName,
   categoryId: CategoryId,
-  status: PetStatus.pipe(Schema.withDecodingDefaultKey(Effect.succeed("available" as const)))
-}).annotate({ identifier: "NewPet" })
+  status: PetStatus.pipe(Schema.withDecodingDefaultKey(Effect.succeed("available" as const))).annotateKey({
+    default: "available"
+  })
+}).annotate({ identifier: "NewPet", description: "A pet to add. `status` may be left out: it defaults to `available`." })
 export type NewPet = typeof NewPet.Type
 
 export const Pet = Schema.Struct({
   id: PetId,
-  name: Schema.String,
+  name: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)).annotate({
+    description: "The animal's name as stored: trimmed, 1–100 characters"
+  }),
   categoryId: CategoryId,
   status: PetStatus
 }).annotate({ identifier: "Pet" })
 export type Pet = typeof Pet.Type
 
 export const Pets = Schema.Array(Pet).annotate({ identifier: "Pets", description: "A page of pets, in ascending id order" })
-

@@ -1,28 +1,48 @@
-import { describe, expect, it } from "vitest"
+import { readFileSync } from "node:fs"
+import { Exit, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
-import { PetstoreApi } from "../src/index.ts"
+import { describe, expect, it } from "vitest"
+import { committedDocumentPath, renderDocument } from "../scripts/openapi.ts"
+import { documentedPetstoreApi, IdempotencyKey, NewPet, PetstoreApi } from "../src/index.ts"
 
 const spec = OpenApi.fromApi(PetstoreApi) as any
+
+const operations = () =>
+  Object.entries(spec.paths as Record<string, Record<string, any>>).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, operation]) => ({ path, method, operation }))
+  )
+const responses = () =>
+  operations().flatMap(({ operation, path, method }) =>
+    Object.entries(operation.responses as Record<string, any>).map(([status, response]) => ({
+      where: `${method} ${path} ${status}`,
+      operationId: operation.operationId as string,
+      status: Number(status),
+      response
+    }))
+  )
+const parameter = (path: string, method: string, name: string) =>
+  spec.paths[path][method].parameters.find((p: { name: string }) => p.name === name)
 
 describe("the OpenAPI document generated from the contract", () => {
   it("describes the three operations under /v1 by their spec names", () => {
     expect(spec.openapi).toMatch(/^3\.1/)
     expect(spec.info.version).toBe("1.0.0")
-    expect(spec.paths["/v1/pets"].get.operationId).toMatch(/listPets$/)
-    expect(spec.paths["/v1/pets"].post.operationId).toMatch(/createPet$/)
-    expect(spec.paths["/v1/pets/{petId}"].get.operationId).toMatch(/getPet$/)
+    // Paths are relative to the servers, which end in /v1 (spec §1).
+    expect(spec.paths["/pets"].get.operationId).toMatch(/listPets$/)
+    expect(spec.paths["/pets"].post.operationId).toMatch(/createPet$/)
+    expect(spec.paths["/pets/{petId}"].get.operationId).toMatch(/getPet$/)
   })
 
   it("marks getPet deprecated, and only getPet", () => {
-    expect(spec.paths["/v1/pets/{petId}"].get.deprecated).toBe(true)
-    expect(spec.paths["/v1/pets"].get.deprecated).toBeUndefined()
-    expect(spec.paths["/v1/pets"].post.deprecated).toBeUndefined()
+    expect(spec.paths["/pets/{petId}"].get.deprecated).toBe(true)
+    expect(spec.paths["/pets"].get.deprecated).toBeUndefined()
+    expect(spec.paths["/pets"].post.deprecated).toBeUndefined()
   })
 
   it("requires bearer authentication on every operation", () => {
     // Exactly "bearer": documentation tools that read "Bearer" offer HTTP Basic instead.
     expect(spec.components.securitySchemes.apiKey).toEqual({ type: "http", scheme: "bearer" })
-    for (const operation of [spec.paths["/v1/pets"].get, spec.paths["/v1/pets"].post, spec.paths["/v1/pets/{petId}"].get]) {
+    for (const operation of [spec.paths["/pets"].get, spec.paths["/pets"].post, spec.paths["/pets/{petId}"].get]) {
       expect(operation.security.length).toBeGreaterThan(0)
       expect(operation.responses["401"]).toBeDefined()
       expect(operation.responses["400"]).toBeDefined()
@@ -30,14 +50,153 @@ describe("the OpenAPI document generated from the contract", () => {
   })
 
   it("documents 201 for createPet and 404 for getPet", () => {
-    expect(spec.paths["/v1/pets"].post.responses["201"]).toBeDefined()
-    expect(spec.paths["/v1/pets/{petId}"].get.responses["404"]).toBeDefined()
+    expect(spec.paths["/pets"].post.responses["201"]).toBeDefined()
+    expect(spec.paths["/pets/{petId}"].get.responses["404"]).toBeDefined()
   })
 
   it("documents limit, status and cursor as optional query parameters", () => {
-    const parameters = spec.paths["/v1/pets"].get.parameters as Array<{ name: string; in: string; required: boolean }>
+    const parameters = spec.paths["/pets"].get.parameters as Array<{ name: string; in: string; required: boolean }>
     for (const name of ["limit", "status", "cursor"]) {
       expect(parameters).toContainEqual(expect.objectContaining({ name, in: "query", required: false }))
     }
+  })
+
+  it("names the operations exactly as the spec does: listPets, createPet, getPet", () => {
+    expect(operations().map(({ operation }) => operation.operationId).sort()).toEqual(
+      ["createPet", "getPet", "getRateLimit", "listPets"]
+    )
+  })
+
+  it("puts /v1 in the servers and every path relative to them; a deployment's servers replace the default", () => {
+    expect(spec.servers).toEqual([{ url: "/v1", description: expect.any(String) }])
+    expect(Object.keys(spec.paths).sort()).toEqual(["/pets", "/pets/{petId}", "/rate_limit"])
+    const configured = OpenApi.fromApi(documentedPetstoreApi([
+      { url: "https://pets.example.com/v1", description: "Production" },
+      { url: "https://staging.pets.example.com/v1", description: "Staging" }
+    ])) as any
+    expect(configured.servers.map((server: { url: string }) => server.url)).toEqual([
+      "https://pets.example.com/v1",
+      "https://staging.pets.example.com/v1"
+    ])
+    expect(configured.paths).toEqual(spec.paths)
+  })
+
+  it("types limit as an integer from 1 to 100, default 20, and petId as an int64 from 1, both in decimal digits", () => {
+    const limit = parameter("/pets", "get", "limit")
+    expect(limit.schema).toMatchObject({ type: "integer", minimum: 1, maximum: 100, default: 20 })
+    expect(limit.description).toMatch(/decimal digits/)
+    const petId = parameter("/pets/{petId}", "get", "petId")
+    expect(petId.schema).toMatchObject({ type: "integer", format: "int64", minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
+    expect(petId.description).toMatch(/decimal digits/)
+  })
+
+  it("gives categoryId one flat minimum of 1, and examples the server accepts", () => {
+    const newPet = spec.components.schemas.NewPet
+    expect(newPet.properties.categoryId).toMatchObject({ type: "integer", format: "int64", minimum: 1 })
+    expect(newPet.properties.categoryId.allOf).toBeUndefined()
+    const example = { name: newPet.properties.name.examples[0], categoryId: newPet.properties.categoryId.examples[0] }
+    expect(Exit.isSuccess(Schema.decodeUnknownExit(NewPet)(example))).toBe(true)
+  })
+
+  it("has one Error schema, { code: string, message: string, status: integer }, which every error answer uses", () => {
+    const names = Object.keys(spec.components.schemas)
+    expect(names).toEqual(expect.arrayContaining(["Pet", "NewPet", "Pets", "PetStatus", "Error"]))
+    expect(names.filter((name) => name.endsWith("Encoded"))).toEqual([])
+    const error = spec.components.schemas.Error
+    expect(error.required).toEqual(["code", "message", "status"])
+    expect(error.properties.code.type).toBe("string")
+    expect(error.properties.message.type).toBe("string")
+    expect(error.properties.status.type).toBe("integer")
+    for (const { where, status, response } of responses()) {
+      if (status < 400) continue
+      expect(response.content["application/json"].schema, where).toEqual({ $ref: "#/components/schemas/Error" })
+    }
+  })
+
+  it("documents the rate-limit headers on every answer, Retry-After on 429 and WWW-Authenticate on 401", () => {
+    const rateLimit = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy"]
+    for (const { where, status, response } of responses()) {
+      const headers = Object.keys(response.headers ?? {})
+      expect(headers, where).toEqual(expect.arrayContaining(["Cache-Control", "X-Content-Type-Options", "X-Request-Id"]))
+      if (status !== 503) expect(headers, where).toEqual(expect.arrayContaining(rateLimit))
+      if (status === 429 || status === 503) expect(headers, where).toContain("Retry-After")
+      if (status === 401) expect(headers, where).toContain("WWW-Authenticate")
+    }
+    for (const name of [...rateLimit, "Retry-After", "WWW-Authenticate"]) {
+      expect(spec.components.headers[name], name).toMatchObject({ required: true, schema: expect.any(Object) })
+    }
+  })
+
+  it("documents Location on 201, and Deprecation, Sunset and the successor Link on every answer of getPet", () => {
+    expect(spec.paths["/pets"].post.responses["201"].headers.Location).toMatchObject({ required: true })
+    expect(spec.paths["/pets"].get.responses["200"].headers.Link).toMatchObject({ required: false })
+    for (const [status, response] of Object.entries(spec.paths["/pets/{petId}"].get.responses as Record<string, any>)) {
+      expect(Object.keys(response.headers), status).toEqual(expect.arrayContaining(["Deprecation", "Sunset", "Link"]))
+    }
+    expect(spec.components.headers.Sunset.schema.enum).toEqual(["Thu, 05 Dec 2030 00:00:00 GMT"])
+  })
+
+  it("links createPet's answer to getPet by the created id", () => {
+    const links = spec.paths["/pets"].post.responses["201"].links
+    expect(links.getPet).toMatchObject({ operationId: "getPet", parameters: { petId: "$response.body#/id" } })
+    const ids = new Set(operations().map(({ operation }) => operation.operationId))
+    for (const { where, response } of responses()) {
+      for (const link of Object.values((response.links ?? {}) as Record<string, { operationId: string }>)) {
+        expect(ids.has(link.operationId), where).toBe(true)
+      }
+    }
+  })
+})
+
+describe("the document's patterns say what the contract decodes", () => {
+  const namePattern = new RegExp(spec.components.schemas.NewPet.properties.name.pattern, "u")
+  const decodesName = (name: string) => Exit.isSuccess(Schema.decodeUnknownExit(NewPet)({ name, categoryId: 1 }))
+
+  it("name: trimmed 1–100 characters without NUL, with whitespace of every kind JavaScript trims", () => {
+    const cases = [
+      "Rex", " Rex ", "\u00a0Rex\u3000", "\ufeffRex\u2028", "R", "x".repeat(100), ` ${"x".repeat(100)}\t`, "a b", "é".repeat(100),
+      "", " ", "\t\n\u000b\u000c\r\u00a0\u1680\u2000\u200a\u2028\u2029\u202f\u205f\u3000\ufeff", "x".repeat(101),
+      "Re\u0000x", "\u0000", "Rex\u0000 ", "\u200bRex", "\u0085", "a".repeat(99) + "\u0000"
+    ]
+    for (const name of cases) {
+      expect(namePattern.test(name), JSON.stringify(name)).toBe(decodesName(name))
+    }
+  })
+
+  it("name: the one difference is length in UTF-16 code units, which the description states", () => {
+    const emoji = "😀".repeat(60)
+    expect(namePattern.test(emoji)).toBe(true)
+    expect(decodesName(emoji)).toBe(false)
+    expect(spec.components.schemas.NewPet.properties.name.description).toMatch(/UTF-16 code units/)
+  })
+
+  it("Idempotency-Key: 1–255 characters once trimmed and unquoted", () => {
+    const keyPattern = new RegExp(parameter("/pets", "post", "Idempotency-Key").schema.pattern, "u")
+    const decodes = (value: string) => Exit.isSuccess(Schema.decodeUnknownExit(IdempotencyKey)(value))
+    const cases = [
+      "k", "\"k\"", "\"", "\"\"", "\"a", "a\"", " k ", "\u00a0k\u00a0", "\" \"", "\u00a0", " ", "\t", "",
+      "x".repeat(255), "x".repeat(256), `"${"x".repeat(255)}"`, `"${"x".repeat(256)}"`, "ä€ÿ", "\u00a0\"k\"\u00a0"
+    ]
+    for (const value of cases) {
+      expect(keyPattern.test(value), JSON.stringify(value)).toBe(decodes(value))
+    }
+  })
+
+  it("cursor: every cursor the server issues for ids of up to 15 digits", () => {
+    const cursorPattern = new RegExp(parameter("/pets", "get", "cursor").schema.pattern, "u")
+    const issued = (id: string) => Buffer.from(`after:${id}`).toString("base64url")
+    for (let digits = 1; digits <= 15; digits++) {
+      for (const id of ["1", "9", "5"].map((first) => first + "0123456789".repeat(2).slice(0, digits - 1))) {
+        expect(cursorPattern.test(issued(id)), id).toBe(true)
+      }
+    }
+    for (const id of ["0", "01", "1".repeat(16), "-1", "1.5"]) expect(cursorPattern.test(issued(id)), id).toBe(false)
+    expect(cursorPattern.test("")).toBe(false)
+  })
+})
+
+describe("the committed openapi.json", () => {
+  it("is exactly what the contract generates (regenerate: pnpm --filter @petstore/contract openapi)", () => {
+    expect(readFileSync(committedDocumentPath, "utf8")).toBe(renderDocument())
   })
 })

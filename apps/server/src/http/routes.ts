@@ -1,5 +1,5 @@
-import { AdminApi, PetstoreApi } from "@petstore/contract"
-import { Effect, Layer } from "effect"
+import { AdminApi, API_BASE_PATH, documentedPetstoreApi, PetstoreApi } from "@petstore/contract"
+import { Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { AppConfig } from "../config.ts"
@@ -24,12 +24,41 @@ const V1Routes = Layer.mergeAll(
   unmatchedRoutes(PetstoreApi, "/v1")
 ).pipe(Layer.provide(v1Edge))
 
-/** Built once: the document only changes with the contract. */
-const OpenApiRoute = HttpRouter.use((router) =>
-  router.add("GET", "/v1/openapi.json", HttpServerResponse.jsonUnsafe(OpenApi.fromApi(PetstoreApi)))
-)
+/**
+ * The servers the OpenAPI document names, each ending in /v1: `OPENAPI_SERVERS`
+ * (`URL [description], …`); else `PUBLIC_BASE_URL` + /v1; else none, and the
+ * document's default, `/v1` relative to wherever it is served, names this origin.
+ */
+export const documentServers = (
+  openApiServers: Option.Option<string>,
+  publicBaseUrl: Option.Option<URL>
+): ReadonlyArray<OpenApi.OpenAPISpecServer> =>
+  Option.match(openApiServers, {
+    onSome: (servers) =>
+      servers.split(",").map((entry) => {
+        const [url, ...description] = entry.trim().split(/\s+/)
+        return description.length === 0 ? { url: url! } : { url: url!, description: description.join(" ") }
+      }),
+    onNone: () =>
+      Option.match(publicBaseUrl, {
+        onNone: () => [],
+        onSome: (base) => [{ url: `${base.toString().replace(/\/+$/, "")}${API_BASE_PATH}`, description: "PUBLIC_BASE_URL" }]
+      })
+  })
 
-const DocsRoute = HttpApiScalar.layer(PetstoreApi, { path: "/docs" })
+/**
+ * The OpenAPI document and the docs page, from the contract with this
+ * deployment's servers. Built once: the document only changes with the contract.
+ */
+const DocumentRoutes = Layer.unwrap(Effect.gen(function*() {
+  const { openApiServers, publicBaseUrl } = yield* AppConfig
+  const api = documentedPetstoreApi(documentServers(openApiServers, publicBaseUrl))
+  const document = HttpServerResponse.jsonUnsafe(OpenApi.fromApi(api))
+  return Layer.mergeAll(
+    HttpRouter.use((router) => router.add("GET", `${API_BASE_PATH}/openapi.json`, document)),
+    HttpApiScalar.layer(api, { path: "/docs" })
+  )
+}))
 
 /** Liveness says the process serves requests; readiness says its database answers too. */
 const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
@@ -51,7 +80,7 @@ const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   )
 }))
 
-export const PublicRoutes = Layer.mergeAll(V1Routes, OpenApiRoute, DocsRoute, HealthRoutes, requestLog)
+export const PublicRoutes = Layer.mergeAll(V1Routes, DocumentRoutes, HealthRoutes, requestLog)
 
 /** Prometheus metrics, for the admin token, or for anyone who reaches the admin listener with METRICS_PUBLIC. */
 const MetricsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {

@@ -1,0 +1,101 @@
+/**
+ * The headers the server's edge puts on answers of the public API, beside
+ * those a handler returns (`Location`, `Link` of a page, `Idempotent-Replayed`),
+ * for the OpenAPI document (README "The API" and "Quotas").
+ */
+import { Schema } from "effect"
+import type { DocumentedHeader } from "./OpenApiDocument.ts"
+import { GET_PET_SUNSET } from "./Versioning.ts"
+
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+
+export const responseHeaders = {
+  "X-RateLimit-Limit": {
+    schema: PositiveInt.annotate({ examples: [60] }),
+    description: "Requests allowed in the window that binds first (the one with fewer requests left; on a tie, the minute)"
+  },
+  "X-RateLimit-Remaining": {
+    schema: NonNegativeInt.annotate({ examples: [59] }),
+    description: "Requests left in that window"
+  },
+  "X-RateLimit-Reset": {
+    schema: NonNegativeInt.annotate({ examples: [1795305660] }),
+    description: "Unix time, in seconds, at which that window resets"
+  },
+  "RateLimit-Policy": {
+    schema: Schema.String.annotate({ examples: ["\"minute\";q=60;w=60, \"day\";q=1000;w=86400"] }),
+    description: "Every window of the caller (IETF httpapi draft): its quota `q` and length `w` in seconds"
+  },
+  "RateLimit": {
+    schema: Schema.String.annotate({ examples: ["\"minute\";r=59;t=42, \"day\";r=999;t=51342"] }),
+    description: "Every window of the caller (IETF httpapi draft): requests left `r` and seconds to its reset `t`"
+  },
+  "Retry-After": {
+    schema: PositiveInt.annotate({ examples: [42] }),
+    description: "Whole seconds to wait before a request can be admitted"
+  },
+  "WWW-Authenticate": {
+    schema: Schema.String.check(Schema.isPattern(/^Bearer realm="petstore"(?:, error="invalid_token")?$/u)).annotate({
+      examples: ["Bearer realm=\"petstore\", error=\"invalid_token\""]
+    }),
+    description: "The bearer challenge (RFC 6750), with `error=\"invalid_token\"` when a key was sent and refused"
+  },
+  "Cache-Control": {
+    schema: Schema.Literal("no-store"),
+    description: "Answers are personal: never stored by caches"
+  },
+  "X-Content-Type-Options": {
+    schema: Schema.Literal("nosniff"),
+    description: "Never sniffed as another media type"
+  },
+  "X-Request-Id": {
+    schema: Schema.String.check(Schema.isPattern(/^[A-Za-z0-9._:-]{1,128}$/u)).annotate({
+      examples: ["3b0c44a2-27c1-4a33-8b5e-6f1d9b2c7e40"]
+    }),
+    description: "The request's id: the client's `X-Request-Id` when it is 1–128 characters of `[A-Za-z0-9._:-]`, else a new one"
+  },
+  "Deprecation": {
+    schema: Schema.String.check(Schema.isPattern(/^@[0-9]+$/u)).annotate({ examples: ["@1795305600"] }),
+    description: "RFC 9745: the Unix time at which this operation was deprecated"
+  },
+  "Sunset": {
+    schema: Schema.Literal(GET_PET_SUNSET.toUTCString()),
+    description: "RFC 8594: when this operation will be removed"
+  },
+  "Link": {
+    schema: Schema.Literal("</v1/pets>; rel=\"successor-version\""),
+    description: "The operation that replaces this one"
+  }
+} satisfies Record<string, DocumentedHeader>
+
+export type ResponseHeaderName = keyof typeof responseHeaders
+
+/** Header names as the document spells them: the generator lower-cases those a handler returns. */
+export const headerNames: Record<string, string> = {
+  ...Object.fromEntries(Object.keys(responseHeaders).map((name) => [name.toLowerCase(), name])),
+  location: "Location",
+  "idempotent-replayed": "Idempotent-Replayed",
+  "idempotency-key": "Idempotency-Key"
+}
+
+const everyAnswer: ReadonlyArray<ResponseHeaderName> = ["Cache-Control", "X-Content-Type-Options", "X-Request-Id"]
+const rateLimits: ReadonlyArray<ResponseHeaderName> = [
+  "X-RateLimit-Limit",
+  "X-RateLimit-Remaining",
+  "X-RateLimit-Reset",
+  "RateLimit-Policy",
+  "RateLimit"
+]
+
+/**
+ * The edge's headers on an answer of an operation. A 503 may come from the
+ * quota store itself, so its rate-limit headers are not promised.
+ */
+export const headersOf = (operationId: string, status: number): ReadonlyArray<ResponseHeaderName> => [
+  ...everyAnswer,
+  ...(status === 503 ? [] : rateLimits),
+  ...(status === 429 || status === 503 ? ["Retry-After" as const] : []),
+  ...(status === 401 ? ["WWW-Authenticate" as const] : []),
+  ...(operationId === "getPet" ? ["Deprecation" as const, "Sunset" as const, "Link" as const] : [])
+]
