@@ -6,6 +6,7 @@ import { createServer } from "node:http"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, describeConfig } from "./config.ts"
 import { Database } from "./db/Database.ts"
+import { DrainBeforeClosing, Draining } from "./drain.ts"
 import { renderUnrouted } from "./http/errors.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.ts"
@@ -66,7 +67,14 @@ const Listeners = Layer.effect(
   })
 )
 
-const Services = Layer.mergeAll(Pets.layer, ApiKeys.layer, IdempotencyKeys.layer, Quota.layerFromConfig, PublicUrl.layer).pipe(
+const Services = Layer.mergeAll(
+  Pets.layer,
+  ApiKeys.layer,
+  IdempotencyKeys.layer,
+  Quota.layerFromConfig,
+  PublicUrl.layer,
+  Draining.layer
+).pipe(
   Layer.provideMerge(Database.layer)
 )
 
@@ -98,7 +106,8 @@ const Tracing = Layer.unwrap(Effect.gen(function*() {
 }))
 
 /** The whole server, given its configuration. */
-export const ServerLive = Listeners.pipe(
+export const ServerLive = DrainBeforeClosing.pipe(
+  Layer.provideMerge(Listeners),
   Layer.provide(LogConfig),
   Layer.provideMerge(Services),
   Layer.provide(Logging),
