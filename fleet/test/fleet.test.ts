@@ -25,9 +25,9 @@ import {
 import { burst, concurrently, type Outcome, send, steadyLoad, tally, tryConnect } from "../src/load.ts"
 
 const SKEW = { host: "host3", offset: "-1.8s", seconds: -1.8 } as const
-/** At least the balancer's fall × inter plus one inter (fleet/haproxy.cfg), as the README says. */
-const DRAIN_SECONDS = 3
 const schedule = healthCheckSchedule(readFileSync(haproxyConfigFile, "utf8"))
+/** Twice the time the balancer's checks take to notice a host going away, as the README says: 3 s. */
+const DRAIN_SECONDS = Math.ceil((2 * (schedule.interMs + (schedule.fall - 1) * schedule.fastinterMs)) / 1_000)
 /**
  * The longest the balancer's checks take to find a dead host, by its own
  * schedule: the next check within `inter`, then `fall` − 1 more at `fastinter`,
