@@ -144,12 +144,12 @@ const makeHost = (
   let child: ChildProcess | undefined
   let output = ""
   const running = () => child !== undefined && child.exitCode === null && child.signalCode === null
-  const exited = (process: ChildProcess) =>
+  const exited = (server: ChildProcess) =>
     new Promise<HostExit>((resolve) => {
-      if (process.exitCode !== null || process.signalCode !== null) {
-        return resolve({ code: process.exitCode, signal: process.signalCode })
+      if (server.exitCode !== null || server.signalCode !== null) {
+        return resolve({ code: server.exitCode, signal: server.signalCode })
       }
-      process.once("exit", (code, signal) => resolve({ code, signal }))
+      server.once("exit", (code, signal) => resolve({ code, signal }))
     })
   const start = async () => {
     if (running()) throw new Error(`${name} is already running`)
