@@ -13,6 +13,7 @@ import {
   type CreatedTestKey,
   createTestNetwork,
   freePort,
+  guardResource,
   type Haproxy,
   type HaproxyServerStat,
   type PostgresCluster,
@@ -247,7 +248,11 @@ export const startFleet = async (options: FleetOptions = {}): Promise<Fleet> => 
     await Promise.all(Object.values(hosts).map((host) => host.start()))
 
     const runtimeDir = mkdtempSync(join(tmpdir(), "petstore-haproxy-"))
-    cleanup.push(async () => rmSync(runtimeDir, { recursive: true, force: true }))
+    const forgetRuntimeDir = guardResource({ kind: "directory", path: runtimeDir })
+    cleanup.push(async () => {
+      rmSync(runtimeDir, { recursive: true, force: true })
+      forgetRuntimeDir()
+    })
     const lbPort = await freePort()
     const haproxy = await startHaproxy({
       configFile: haproxyConfigFile,

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { once } from "node:events"
 import { connect } from "node:net"
+import { guardResource } from "./orphanGuard.ts"
 
 /** One server line of HAProxy's `show stat`, as far as tests read it. */
 export interface HaproxyServerStat {
@@ -74,17 +75,20 @@ export const startHaproxy = async (options: {
     env: { PATH: process.env.PATH ?? "", ...options.env },
     stdio: ["ignore", "pipe", "pipe"]
   })
+  const forget = child.pid === undefined ? () => {} : guardResource({ kind: "process", pid: child.pid, commandLineIncludes: options.configFile })
   let output = ""
   child.stdout!.on("data", (chunk) => (output += chunk))
   child.stderr!.on("data", (chunk) => (output += chunk))
   const command = (line: string) => ask(options.runtimeSocket, line)
   const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    const exited = once(child, "exit")
-    child.kill("SIGTERM")
-    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
-    await exited
-    clearTimeout(timer)
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, "exit")
+      child.kill("SIGTERM")
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000)
+      await exited
+      clearTimeout(timer)
+    }
+    forget()
   }
   const deadline = Date.now() + 10_000
   for (;;) {

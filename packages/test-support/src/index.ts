@@ -1,6 +1,7 @@
 export * from "./databases.ts"
 export * from "./haproxy.ts"
 export * from "./keys.ts"
+export * from "./orphanGuard.ts"
 export * from "./ports.ts"
 export * from "./postgresCluster.ts"
 export * from "./serverProcess.ts"

@@ -3,6 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync,
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
+import { guardResource } from "./orphanGuard.ts"
 import { inNamespace } from "./testNetwork.ts"
 
 const run = promisify(execFile)
@@ -62,8 +63,11 @@ export const startPostgresCluster = async (options: PostgresClusterOptions): Pro
   if (owner === undefined) throw new Error("no `postgres` OS user to run the test's PostgreSQL cluster as")
   const port = options.port ?? 5432
   const dir = mkdtempSync(join(tmpdir(), "petstore-pg-"))
-  chownSync(dir, owner.uid, owner.gid)
   const dataDir = join(dir, "data")
+  // Undone last first: the server stopped, then its directory removed.
+  const forgetDir = guardResource({ kind: "directory", path: dir })
+  const forgetServer = guardResource({ kind: "postgres", pgCtl: join(binDir, "pg_ctl"), dataDir })
+  chownSync(dir, owner.uid, owner.gid)
   const logFile = join(dir, "postgres.log")
   const asPostgres = (command: string, args: ReadonlyArray<string>): [string, Array<string>] => {
     const direct: [string, Array<string>] = ["runuser", ["-u", "postgres", "--", join(binDir, command), ...args]]
@@ -81,7 +85,11 @@ export const startPostgresCluster = async (options: PostgresClusterOptions): Pro
   const readLog = () => (existsSync(logFile) ? readFileSync(logFile, "utf8") : "")
   let running = false
   // After the test network's own exit handler has killed the server (it runs in a namespace), or anyway.
-  const removeDir = () => rmSync(dir, { recursive: true, force: true })
+  const removeDir = () => {
+    rmSync(dir, { recursive: true, force: true })
+    forgetServer()
+    forgetDir()
+  }
   process.once("exit", removeDir)
   const start = async () => {
     await exec("pg_ctl", ["-D", dataDir, "-l", logFile, "-w", "-t", "60", "start"])

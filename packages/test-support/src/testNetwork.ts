@@ -1,6 +1,7 @@
 import { execFile, spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { promisify } from "node:util"
+import { guardResource } from "./orphanGuard.ts"
 
 const run = promisify(execFile)
 
@@ -101,7 +102,7 @@ export const sweepAbandonedTestNetworks = async () => {
  * Creates one namespace per name in `members`, each with a veth to a new
  * bridge, addressed in a /24 of 10.231.0.0/16 that this machine does not use.
  * Everything is named with a random id and removed by `destroy`, or at the
- * latest when this process exits.
+ * latest when this process ends, however it ends (./orphanGuard.ts).
  */
 export const createTestNetwork = async (members: ReadonlyArray<string>): Promise<TestNetwork> => {
   await sweepAbandonedTestNetworks()
@@ -110,6 +111,7 @@ export const createTestNetwork = async (members: ReadonlyArray<string>): Promise
   const subnet = `10.231.${third}.0/24`
   const gateway = `10.231.${third}.1`
   const namespaces: Array<string> = []
+  const forget: Array<() => void> = []
   let destroyed = false
   const onExit = () => destroySync(id, namespaces)
   process.once("exit", onExit)
@@ -118,9 +120,11 @@ export const createTestNetwork = async (members: ReadonlyArray<string>): Promise
     destroyed = true
     process.off("exit", onExit)
     destroySync(id, namespaces)
+    for (const done of forget) done()
   }
   try {
     const bridge = bridgeName(id)
+    forget.push(guardResource({ kind: "link", name: bridge }))
     await ip("link", "add", bridge, "type", "bridge")
     await ip("address", "add", `${gateway}/24`, "dev", bridge)
     await ip("link", "set", bridge, "up")
@@ -128,6 +132,7 @@ export const createTestNetwork = async (members: ReadonlyArray<string>): Promise
     for (const [index, member] of members.entries()) {
       const namespace = `${NAMESPACE_PREFIX}${process.pid}-${id}-${member}`
       const address = `10.231.${third}.${index + 10}`
+      forget.push(guardResource({ kind: "namespace", name: namespace }))
       await ip("netns", "add", namespace)
       namespaces.push(namespace)
       const outside = vethName(id, index)
