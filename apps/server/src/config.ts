@@ -2,6 +2,7 @@ import { Config, Context, Data, Effect, Layer, Option, Redacted, Schema, SchemaI
 
 const Host = Config.String
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { expected: "a whole number, 0 or more" }))
 
 /** Everything the server reads from its environment, read and checked once at start-up. */
 export const AppConfigShape = Config.all({
@@ -40,7 +41,8 @@ export const AppConfigShape = Config.all({
   trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false)),
   metricsPublic: Config.Boolean("METRICS_PUBLIC").pipe(Config.withDefault(false)),
   otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
-  workers: Config.schema(PositiveInt, "WORKERS").pipe(Config.withDefault(1))
+  workers: Config.schema(PositiveInt, "WORKERS").pipe(Config.withDefault(1)),
+  shutdownDrainSeconds: Config.schema(NonNegativeInt, "SHUTDOWN_DRAIN_SECONDS").pipe(Config.withDefault(0))
 })
 
 export type AppConfigValues = Config.Success<typeof AppConfigShape>

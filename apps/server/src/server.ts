@@ -7,6 +7,7 @@ import { createServer as createProbe, type Server } from "node:net"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, type AppConfigValues, describeConfig, StartupError } from "./config.ts"
 import { Database } from "./db/Database.ts"
+import { DrainBeforeClosing, Draining } from "./drain.ts"
 import { answerClientError } from "./http/clientError.ts"
 import { renderUnrouted } from "./http/errors.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
@@ -133,7 +134,14 @@ const Listeners = Layer.effect(
   })
 )
 
-const Services = Layer.mergeAll(Pets.layer, ApiKeys.layer, IdempotencyKeys.layer, Quota.layerFromConfig, PublicUrl.layer).pipe(
+const Services = Layer.mergeAll(
+  Pets.layer,
+  ApiKeys.layer,
+  IdempotencyKeys.layer,
+  Quota.layerFromConfig,
+  PublicUrl.layer,
+  Draining.layer
+).pipe(
   Layer.provideMerge(Database.layer)
 )
 
@@ -165,7 +173,8 @@ const Tracing = Layer.unwrap(Effect.gen(function*() {
 }))
 
 /** The whole server, given its configuration. The configuration is logged first, before the database opens. */
-export const ServerLive = Listeners.pipe(
+export const ServerLive = DrainBeforeClosing.pipe(
+  Layer.provideMerge(Listeners),
   Layer.provideMerge(Services),
   Layer.provide(LogConfig),
   Layer.provide(Logging),

@@ -6,6 +6,7 @@ import { AppConfig } from "../config.ts"
 import { AdminAuthLive, ApiKeyAuthLive, isAdminToken } from "../auth/ApiKeyAuth.ts"
 import { Database, sql } from "../db/Database.ts"
 import { prometheusText } from "../observability/metrics.ts"
+import { Draining } from "../drain.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
 import { AdminHandlers } from "./AdminHandlers.ts"
 import { adminEdge, unmatchedRoutes, v1Edge } from "./edge.ts"
@@ -60,23 +61,27 @@ const DocumentRoutes = Layer.unwrap(Effect.gen(function*() {
   )
 }))
 
-/** Liveness says the process serves requests; readiness says its database answers too. */
+/** Liveness says the process serves requests; readiness says its database answers too, and it is not draining. */
 const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   const db = yield* Database
+  const { isDraining } = yield* Draining
+  const notReady = (message: string) =>
+    errorResponse(
+      { code: "service_unavailable", status: 503, message },
+      { "retry-after": String(SERVICE_UNAVAILABLE_RETRY_SECONDS) }
+    )
   yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
   yield* router.add(
     "GET",
     "/readyz",
-    db.query(sql`SELECT 1`).pipe(
-      Effect.timeout("2 seconds"),
-      Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready", store: db.kind })),
-      Effect.orElseSucceed(() =>
-        errorResponse(
-          { code: "service_unavailable", status: 503, message: "The database does not answer" },
-          { "retry-after": String(SERVICE_UNAVAILABLE_RETRY_SECONDS) }
-        )
-      )
-    )
+    Effect.flatMap(isDraining, (draining) =>
+      draining
+        ? Effect.succeed(notReady("The server is shutting down"))
+        : db.query(sql`SELECT 1`).pipe(
+          Effect.timeout("2 seconds"),
+          Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready", store: db.kind })),
+          Effect.orElseSucceed(() => notReady("The database does not answer"))
+        ))
   )
 }))
 

@@ -1,0 +1,372 @@
+/**
+ * The fleet: three server hosts (network namespaces, the built server),
+ * HAProxy running the README's reference configuration (fleet/haproxy.cfg),
+ * one PostgreSQL cluster of the test's own; host3's clock runs 1.8 s behind
+ * (libfaketime). Run as root with `pnpm test:fleet`.
+ *
+ * The tests run in order on one fleet, each leaving every host up and ready.
+ * Quotas are checked away from window boundaries (`awayFromBoundaries`), since
+ * a burst that straddles a minute legitimately gets two windows' worth.
+ */
+import { planQuotas } from "@petstore/contract"
+import { missingTool } from "@petstore/test-support"
+import { readFileSync, readlinkSync } from "node:fs"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import {
+  type Fleet,
+  type FleetHost,
+  HOST_NAMES,
+  type HostName,
+  haproxyConfigFile,
+  healthCheckSchedule,
+  missingPrerequisite,
+  startFleet
+} from "../src/fleet.ts"
+import { burst, concurrently, type Outcome, send, steadyLoad, tally, tryConnect } from "../src/load.ts"
+
+const SKEW = { host: "host3", offset: "-1.8s", seconds: -1.8 } as const
+const schedule = healthCheckSchedule(readFileSync(haproxyConfigFile, "utf8"))
+/** Twice the time the balancer's checks take to notice a host going away, as the README says: 3 s. */
+const DRAIN_SECONDS = Math.ceil((2 * (schedule.interMs + (schedule.fall - 1) * schedule.fastinterMs)) / 1_000)
+/**
+ * The longest the balancer's checks take to find a dead host, by its own
+ * schedule: the next check within `inter`, then `fall` − 1 more at `fastinter`,
+ * the last one waiting out `timeout check` at worst.
+ */
+const DETECTION_BOUND_MS = schedule.interMs + (schedule.fall - 1) * schedule.fastinterMs + schedule.timeoutCheckMs
+const RECOVERY_BOUND_MS = 30_000
+const REQUEST_BOUND_MS = 10_000
+
+const auth = (key: string) => ({ authorization: `Bearer ${key}` })
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const waitUntil = async (check: () => Promise<boolean> | boolean, timeoutMs: number, intervalMs = 50) => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    if (await check()) return true
+    if (Date.now() >= deadline) return false
+    await sleep(intervalMs)
+  }
+}
+
+/**
+ * Waits (at most 20 s) until every host's clock, skewed one included, is
+ * at least 2 s into a minute and 10 s before its end: a burst then falls in one
+ * minute window on every host (and in one day).
+ */
+const awayFromBoundaries = async () => {
+  const offsetsMs = [0, SKEW.seconds * 1_000]
+  const inside = () =>
+    offsetsMs.every((offset) => {
+      const second = ((Date.now() + offset) % 60_000) / 1_000
+      return second >= 2 && second <= 50
+    })
+  expect(await waitUntil(inside, 20_000, 100)).toBe(true)
+}
+
+/** The outcomes that got an answer (not a reset or a timeout). */
+const answered = (outcomes: ReadonlyArray<Outcome>) => outcomes.filter((o): o is Extract<Outcome, { text: string }> => "text" in o)
+
+const expectRefusals = (outcomes: ReadonlyArray<Outcome>) => {
+  for (const refusal of answered(outcomes).filter((o) => o.status === 429)) {
+    expect(JSON.parse(refusal.text)).toMatchObject({ status: 429, code: expect.stringMatching(/^(rate_limited|api_key_banned)$/) })
+    expect(refusal.headers["retry-after"]).toMatch(/^[1-9][0-9]*$/)
+  }
+}
+
+const sessionsByHost = async (fleet: Fleet) => {
+  const servers = await fleet.servers()
+  return Object.fromEntries(HOST_NAMES.map((name) => [name, servers[name].total])) as Record<HostName, number>
+}
+
+/** Of the ids answered 201, those not in the database. */
+const missingWrites = async (fleet: Fleet, ids: ReadonlyArray<number>) => {
+  const found = await fleet.sql<Array<{ id: number }>>`SELECT id FROM pets WHERE id = ANY(${ids as Array<number>}::bigint[])`
+  const stored = new Set(found.map((row) => Number(row.id)))
+  return ids.filter((id) => !stored.has(id))
+}
+
+const enterpriseKey = async (fleet: Fleet) => (await fleet.createKey("enterprise", { perMinute: 1_000_000, perDay: 100_000_000 })).key
+
+const everyHostUp = async (fleet: Fleet) => {
+  const up = await fleet.balancerSees({ host1: "UP", host2: "UP", host3: "UP" }, RECOVERY_BOUND_MS)
+  expect(up, `not every host is UP at the balancer: ${JSON.stringify(await fleet.servers())}`).toBe(true)
+}
+
+/**
+ * Watches a host after SIGTERM until its listener refuses connections, and
+ * returns the balancer's status of it seen just before. A host must stop
+ * listening only once the balancer has taken it out of rotation: a request the
+ * balancer sends on a pooled connection just as the host closes it is lost.
+ */
+const statusWhenListenerCloses = async (fleet: Fleet, host: FleetHost, timeoutMs: number) => {
+  const deadline = Date.now() + timeoutMs
+  let status = "unknown"
+  while (Date.now() < deadline) {
+    status = (await fleet.servers())[host.name].status
+    if ((await tryConnect(host.address, host.port, 1_000)) !== "accepted") return status
+    await sleep(20)
+  }
+  return `still listening ${timeoutMs} ms after SIGTERM (${status})`
+}
+
+const hostOutputs = (fleet: Fleet) =>
+  HOST_NAMES.map((name) => `--- ${name}:\n${fleet.hosts[name].output().slice(-2_000)}`).join("\n")
+
+const missing = missingPrerequisite()
+
+describe("a fleet of three hosts behind HAProxy on one PostgreSQL", missing === undefined ? {} : missingTool(missing), () => {
+  let fleet: Fleet
+  beforeAll(async () => {
+    fleet = await startFleet({ skew: SKEW, drainSeconds: DRAIN_SECONDS })
+  }, 180_000)
+  afterAll(async () => {
+    await fleet?.destroy()
+  }, 60_000)
+
+  it("runs every host in its own namespace, one with its clock about 1.8 s behind, all UP at the balancer", async () => {
+    await everyHostUp(fleet)
+    const behindMs: Record<string, number> = {}
+    for (const host of Object.values(fleet.hosts)) {
+      const answer = await send(`${host.origin}/healthz`, { timeoutMs: REQUEST_BOUND_MS })
+      expect(answer.status).toBe(200)
+      // `Date` has whole seconds: a host in step reads 0–1 s behind (plus the request's time), host3 1.8–2.8 s.
+      behindMs[host.name] = Date.now() - Date.parse((answer as { headers: Record<string, string> }).headers.date!)
+    }
+    console.info(`fleet: clocks behind the machine's, by Date headers (ms): ${JSON.stringify(behindMs)}`)
+    expect(behindMs[SKEW.host]).toBeGreaterThanOrEqual(1_000)
+    // Each host is a machine of its own on the test network: a network namespace apart from the others and from this one.
+    const namespaces = Object.values(fleet.hosts).map((host) => readlinkSync(`/proc/${host.pid()}/ns/net`))
+    expect(new Set([...namespaces, readlinkSync("/proc/self/ns/net")]).size).toBe(4)
+  })
+
+  it("300 concurrent requests of one free key through the balancer, spread over the three hosts: exactly 60 admitted, 240 refused", async () => {
+    const { id, key } = await fleet.createKey("free")
+    await awayFromBoundaries()
+    const before = await sessionsByHost(fleet)
+    const outcomes = await concurrently(300, `${fleet.origin}/v1/pets?limit=1`, { headers: auth(key), timeoutMs: REQUEST_BOUND_MS })
+    const after = await sessionsByHost(fleet)
+    const spread = Object.fromEntries(HOST_NAMES.map((name) => [name, after[name] - before[name]]))
+    console.info(`fleet: 300 concurrent requests of a free key, by host: ${JSON.stringify(spread)}; answers ${JSON.stringify(tally(outcomes))}`)
+    expect(tally(outcomes)).toEqual({ "200": 60, "429": 240 })
+    expectRefusals(outcomes)
+    for (const name of HOST_NAMES) expect(spread[name], `requests the balancer sent ${name}`).toBeGreaterThan(0)
+    const usage = await fleet.usage(id)
+    expect({ minute: usage.minute.used, day: usage.day.used }).toEqual({ minute: 60, day: 60 })
+  }, 60_000)
+
+  it.each(["free", "pro", "business"] as const)(
+    "%s's daily window, scaled to 1/100 through enterprise limits: exactly the limit admitted over the hosts, the rest refused",
+    async (plan) => {
+      const perDay = planQuotas[plan].perDay / 100
+      // A per-minute limit that cannot bind, so the daily window alone decides.
+      const { id, key } = await fleet.createKey("enterprise", { perMinute: 1_000_000, perDay })
+      const refused = 240
+      await awayFromBoundaries()
+      const before = await sessionsByHost(fleet)
+      const outcomes = await burst(
+        perDay + refused,
+        300,
+        () => send(`${fleet.origin}/v1/pets?limit=1`, { headers: auth(key), timeoutMs: REQUEST_BOUND_MS })
+      )
+      const after = await sessionsByHost(fleet)
+      expect(tally(outcomes)).toEqual({ "200": perDay, "429": refused })
+      expectRefusals(outcomes)
+      for (const refusal of answered(outcomes).filter((o) => o.status === 429)) {
+        // The binding window is the day's.
+        expect(refusal.headers["x-ratelimit-limit"]).toBe(String(perDay))
+        expect(JSON.parse(refusal.text).code).toBe("rate_limited")
+      }
+      for (const name of HOST_NAMES) expect(after[name] - before[name], `requests the balancer sent ${name}`).toBeGreaterThan(0)
+      expect((await fleet.usage(id)).day.used).toBe(perDay)
+    },
+    60_000
+  )
+
+  it("each host holds at most 11 PostgreSQL connections: its pool of 10 and one for LISTEN", async () => {
+    const rows = await fleet.sql<Array<{ client: string; connections: number }>>`
+      SELECT host(client_addr) AS client, count(*)::int AS connections
+      FROM pg_stat_activity WHERE application_name = 'petstore' GROUP BY 1 ORDER BY 1`
+    const byHost = Object.fromEntries(rows.map((row) => [row.client, row.connections]))
+    console.info(`fleet: PostgreSQL connections by host address after the bursts: ${JSON.stringify(byHost)}`)
+    for (const host of Object.values(fleet.hosts)) {
+      expect(byHost[host.address] ?? 0, host.name).toBeGreaterThan(0)
+      expect(byHost[host.address], host.name).toBeLessThanOrEqual(11)
+    }
+  })
+
+  it("a rolling restart under steady load (SIGTERM, start again, one host after another): no request fails, every acknowledged write is stored", async () => {
+    const key = await enterpriseKey(fleet)
+    const load = steadyLoad({ origin: fleet.origin, key, workers: 6, pauseMs: 20, maxRequests: 60_000, maxMs: 120_000, label: "rolling" })
+    const during: Record<string, number> = {}
+    const statusAtClose: Record<string, string> = {}
+    try {
+      expect(await waitUntil(() => load.answered() >= 30, REQUEST_BOUND_MS)).toBe(true)
+      for (const name of HOST_NAMES) {
+        const host = fleet.hosts[name]
+        const answeredBefore = load.answered()
+        const stopping = host.stop("SIGTERM")
+        statusAtClose[name] = await statusWhenListenerCloses(fleet, host, (DRAIN_SECONDS + 30) * 1_000)
+        expect(await stopping, `${name} after SIGTERM:\n${host.output()}`).toEqual({ code: 0, signal: null })
+        await host.start()
+        expect(await fleet.balancerSees({ [name]: "UP" }, RECOVERY_BOUND_MS), `${name} back UP at the balancer`).toBe(true)
+        during[name] = load.answered() - answeredBefore
+      }
+    } finally {
+      const report = await load.stop()
+      console.info(
+        `fleet: rolling restart: ${report.requests} requests in ${report.durationMs} ms, ${JSON.stringify(report.byStatus)}; ` +
+          `answered while each host restarted: ${JSON.stringify(during)}; balancer's status of each as it stopped listening: ` +
+          JSON.stringify(statusAtClose)
+      )
+      expect(report.failures, hostOutputs(fleet)).toEqual([])
+      expect(await missingWrites(fleet, report.created)).toEqual([])
+      expect(report.created.length).toBeGreaterThan(0)
+    }
+    // The load flowed throughout: requests were answered while each host was away.
+    for (const name of HOST_NAMES) expect(during[name], name).toBeGreaterThan(0)
+    // Each host drained: out of rotation before its listener closed.
+    expect(statusAtClose).toEqual({ host1: "DOWN", host2: "DOWN", host3: "DOWN" })
+    await everyHostUp(fleet)
+  }, 150_000)
+
+  it("a host killed (SIGKILL) under load: the balancer stops sending to it within its health checks, quotas stay exact, every 201 is stored", async () => {
+    const victim: FleetHost = fleet.hosts.host2
+    const key = await enterpriseKey(fleet)
+    const free = await fleet.createKey("free")
+    await awayFromBoundaries()
+    const load = steadyLoad({ origin: fleet.origin, key, workers: 6, pauseMs: 20, maxRequests: 60_000, maxMs: 90_000, label: "kill" })
+    let downAfterMs: number | undefined
+    try {
+      expect(await waitUntil(() => load.answered() >= 30, REQUEST_BOUND_MS)).toBe(true)
+      // A free key's burst in flight while the host dies: once some of it is answered, the rest is on its way,
+      // and what was on the dead host is lost or retried elsewhere by the balancer.
+      let burstAnswered = 0
+      const duringKill = burst(300, 300, async () => {
+        const outcome = await send(`${fleet.origin}/v1/pets?limit=1`, { headers: auth(free.key), timeoutMs: REQUEST_BOUND_MS })
+        burstAnswered++
+        return outcome
+      })
+      expect(await waitUntil(() => burstAnswered >= 30, REQUEST_BOUND_MS, 1)).toBe(true)
+      const killedAt = Date.now()
+      const answeredAtKill = burstAnswered
+      expect(await victim.stop("SIGKILL")).toEqual({ code: null, signal: "SIGKILL" })
+      const down = await fleet.balancerSees({ [victim.name]: "DOWN" }, DETECTION_BOUND_MS)
+      downAfterMs = Date.now() - killedAt
+      expect(down, `not DOWN at the balancer within ${DETECTION_BOUND_MS} ms: ${JSON.stringify(await fleet.servers())}`).toBe(true)
+      const downAtLoadMs = Date.now() - load.startedAt
+
+      // Never more than 60 admitted. A request the dead host admitted spent quota without an answer (or its
+      // retry was refused), so fewer than 60 may come back 200; the count itself is exactly 60.
+      const outcomes = await duringKill
+      const counts = tally(outcomes)
+      console.info(`fleet: free key's 300 requests, ${answeredAtKill} answered when a host was killed: ${JSON.stringify(counts)}`)
+      expect(counts["200"] ?? 0).toBeLessThanOrEqual(60)
+      expect((await fleet.usage(free.id)).minute.used).toBe(60)
+
+      // From the DOWN mark on it is sent nothing, while the load goes on.
+      const sessionsAtDown = (await fleet.servers())[victim.name].total
+      const answeredAtDown = load.answered()
+      expect(await waitUntil(() => load.answered() >= answeredAtDown + 100, 20_000)).toBe(true)
+      expect((await fleet.servers())[victim.name].total).toBe(sessionsAtDown)
+
+      // A fresh free key on the two hosts left: exactly 60 of 300.
+      const second = await fleet.createKey("free")
+      await awayFromBoundaries()
+      const exact = await concurrently(300, `${fleet.origin}/v1/pets?limit=1`, { headers: auth(second.key), timeoutMs: REQUEST_BOUND_MS })
+      expect(tally(exact)).toEqual({ "200": 60, "429": 240 })
+      expectRefusals(exact)
+
+      const report = await load.stop()
+      const afterDown = report.failures.filter((failure) => failure.atMs > downAtLoadMs)
+      console.info(
+        `fleet: SIGKILL: DOWN at the balancer ${downAfterMs} ms after the kill (bound ${DETECTION_BOUND_MS} ms); ` +
+          `load ${JSON.stringify(report.byStatus)}, failures ${JSON.stringify(report.failures)}`
+      )
+      expect(afterDown, "requests failed after the balancer took the dead host out").toEqual([])
+      expect(await missingWrites(fleet, report.created)).toEqual([])
+    } finally {
+      await load.stop()
+      if (!victim.running()) await victim.start()
+    }
+    await everyHostUp(fleet)
+  }, 150_000)
+
+  it("PostgreSQL restarted under load (a crash: immediate stop): every host answers 503 with Retry-After meanwhile, and recovers by itself", async () => {
+    const key = await enterpriseKey(fleet)
+    const load = steadyLoad({ origin: fleet.origin, key, workers: 6, pauseMs: 20, maxRequests: 60_000, maxMs: 120_000, label: "failover" })
+    try {
+      expect(await waitUntil(() => load.answered() >= 30, REQUEST_BOUND_MS)).toBe(true)
+      await fleet.postgres.stop("immediate")
+      const outageStartedAt = Date.now()
+
+      for (const host of Object.values(fleet.hosts)) {
+        const [list, create, ready, live] = await Promise.all([
+          send(`${host.origin}/v1/pets?limit=1`, { headers: auth(key), timeoutMs: REQUEST_BOUND_MS }),
+          send(`${host.origin}/v1/pets`, {
+            method: "POST",
+            headers: auth(key),
+            body: { name: "During the outage", categoryId: 1 },
+            timeoutMs: REQUEST_BOUND_MS
+          }),
+          send(`${host.origin}/readyz`, { timeoutMs: REQUEST_BOUND_MS }),
+          send(`${host.origin}/healthz`, { timeoutMs: REQUEST_BOUND_MS })
+        ])
+        const where = `${host.name}: ${JSON.stringify({ list, create, ready })}\n${host.output()}`
+        expect({ list: list.status, create: create.status, ready: ready.status, live: live.status }, where).toEqual({
+          list: 503,
+          create: 503,
+          ready: 503,
+          live: 200
+        })
+        for (const answer of [list, create, ready]) {
+          if (!("text" in answer)) continue
+          expect(answer.headers["retry-after"], where).toMatch(/^[1-9][0-9]*$/)
+          expect(JSON.parse(answer.text), where).toMatchObject({ code: "service_unavailable", status: 503 })
+        }
+        expect(host.running(), `${host.name} exited during the outage`).toBe(true)
+      }
+      // Through the balancer, once it has taken every host out: its own 503, in the API's shape, with Retry-After.
+      expect(await fleet.balancerSees({ host1: "DOWN", host2: "DOWN", host3: "DOWN" }, RECOVERY_BOUND_MS)).toBe(true)
+      const viaBalancer = await send(`${fleet.origin}/v1/pets?limit=1`, { headers: auth(key), timeoutMs: REQUEST_BOUND_MS })
+      expect(viaBalancer.status).toBe(503)
+      if ("text" in viaBalancer) {
+        expect(viaBalancer.headers["retry-after"]).toMatch(/^[1-9][0-9]*$/)
+        expect(JSON.parse(viaBalancer.text)).toMatchObject({ code: "service_unavailable", status: 503 })
+      }
+
+      const outageMs = Date.now() - outageStartedAt
+      await fleet.postgres.start()
+      const restartedAt = Date.now()
+      for (const host of Object.values(fleet.hosts)) {
+        const recovered = await waitUntil(
+          async () => (await send(`${host.origin}/v1/pets?limit=1`, { headers: auth(key), timeoutMs: REQUEST_BOUND_MS })).status === 200,
+          RECOVERY_BOUND_MS,
+          200
+        )
+        expect(recovered, `${host.name} did not answer 200 within ${RECOVERY_BOUND_MS} ms of the database's return:\n${host.output()}`)
+          .toBe(true)
+        const created = await send(`${host.origin}/v1/pets`, {
+          method: "POST",
+          headers: auth(key),
+          body: { name: "After the outage", categoryId: 1 },
+          timeoutMs: REQUEST_BOUND_MS
+        })
+        expect(created.status, host.name).toBe(201)
+      }
+      const hostsBackMs = Date.now() - restartedAt
+      await everyHostUp(fleet)
+      const balancerBackMs = Date.now() - restartedAt
+
+      const report = await load.stop()
+      console.info(
+        `fleet: database down ${outageMs} ms; every host answering again ${hostsBackMs} ms and every host UP at the balancer ` +
+          `${balancerBackMs} ms after its restart; load ${JSON.stringify(report.byStatus)}`
+      )
+      // The outage shows as 503s only (from the hosts, or the balancer's own); nothing else fails.
+      expect(report.failures.filter((failure) => !failure.what.includes(" 503 "))).toEqual([])
+      expect(await missingWrites(fleet, report.created)).toEqual([])
+    } finally {
+      await load.stop()
+    }
+  }, 150_000)
+})
