@@ -3,7 +3,6 @@
  * node:http with keep-alive, every one bounded in count and time.
  */
 import { Agent, request } from "node:http"
-import { connect } from "node:net"
 
 export interface Answer {
   readonly status: number
@@ -176,22 +175,3 @@ export const tally = (outcomes: ReadonlyArray<Outcome>): Record<string, number> 
   }
   return counts
 }
-
-/** How a TCP connection attempt ends: "accepted", or the error's code (ECONNREFUSED when nothing listens). */
-export const tryConnect = (host: string, port: number, timeoutMs = 2_000): Promise<string> =>
-  new Promise((resolve) => {
-    const socket = connect({ host, port })
-    const timer = setTimeout(() => {
-      socket.destroy()
-      resolve("timeout")
-    }, timeoutMs)
-    socket.once("connect", () => {
-      clearTimeout(timer)
-      socket.destroy()
-      resolve("accepted")
-    })
-    socket.once("error", (error: NodeJS.ErrnoException) => {
-      clearTimeout(timer)
-      resolve(error.code ?? "error")
-    })
-  })

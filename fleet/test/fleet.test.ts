@@ -9,7 +9,7 @@
  * a burst that straddles a minute legitimately gets two windows' worth.
  */
 import { planQuotas } from "@petstore/contract"
-import { missingTool } from "@petstore/test-support"
+import { missingTool, tryConnect } from "@petstore/test-support"
 import { readFileSync, readlinkSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
@@ -22,7 +22,7 @@ import {
   missingPrerequisite,
   startFleet
 } from "../src/fleet.ts"
-import { burst, concurrently, type Outcome, send, steadyLoad, tally, tryConnect } from "../src/load.ts"
+import { burst, concurrently, type Outcome, send, steadyLoad, tally } from "../src/load.ts"
 
 const SKEW = { host: "host3", offset: "-1.8s", seconds: -1.8 } as const
 const schedule = healthCheckSchedule(readFileSync(haproxyConfigFile, "utf8"))

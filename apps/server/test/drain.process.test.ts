@@ -64,7 +64,7 @@ describe("draining before shutdown", () => {
     })
     expect(server.child.exitCode).toBeNull()
 
-    const closed = await eventually(async () => (await tryConnect(port, 1_000)) === "ECONNREFUSED", (DRAIN_SECONDS + 10) * 1_000, 50)
+    const closed = await eventually(async () => (await tryConnect("127.0.0.1", port, 1_000)) === "ECONNREFUSED", (DRAIN_SECONDS + 10) * 1_000, 50)
     expect(closed, `the listener still accepts connections:\n${server.output()}`).toBe(true)
     const exit = await waitForExit(server.child, 15_000)
     expect(exit && { code: exit.code, signal: exit.signal }, server.output()).toEqual({ code: 0, signal: null })

@@ -84,7 +84,7 @@ describe("graceful shutdown of a server process", () => {
     server.child.kill("SIGTERM")
 
     // New connections are refused soon after the signal, while the held requests are still open.
-    const refused = await eventually(async () => (await tryConnect(port, 1_000)) === "ECONNREFUSED", 3_000, 20)
+    const refused = await eventually(async () => (await tryConnect("127.0.0.1", port, 1_000)) === "ECONNREFUSED", 3_000, 20)
     const refusedAfterMs = Date.now() - signalledAt
     expect(refused, `new connections were still accepted ${refusedAfterMs} ms after SIGTERM:\n${server.output()}`).toBe(true)
     expect(server.child.exitCode, `the process exited with requests in flight:\n${server.output()}`).toBeNull()

@@ -1,5 +1,5 @@
 import { once } from "node:events"
-import { createServer } from "node:net"
+import { connect, createServer } from "node:net"
 
 /** A port nobody listens on right now. */
 export const freePort = async (): Promise<number> => {
@@ -10,3 +10,22 @@ export const freePort = async (): Promise<number> => {
   await once(probe, "close")
   return port
 }
+
+/** How a TCP connection attempt ends: "accepted", "timeout", or the error's code (ECONNREFUSED when nothing listens). */
+export const tryConnect = (host: string, port: number, timeoutMs = 2_000): Promise<string> =>
+  new Promise((resolve) => {
+    const socket = connect({ host, port })
+    const timer = setTimeout(() => {
+      socket.destroy()
+      resolve("timeout")
+    }, timeoutMs)
+    socket.once("connect", () => {
+      clearTimeout(timer)
+      socket.destroy()
+      resolve("accepted")
+    })
+    socket.once("error", (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer)
+      resolve(error.code ?? "error")
+    })
+  })
