@@ -1,6 +1,8 @@
 import { Context, Effect, Layer, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
-import { Database, type DatabaseError, sql } from "../db/Database.ts"
+import { Database } from "../db/Database.ts"
+import type { DatabaseError } from "../db/DatabaseError.ts"
+import { sql } from "../db/sql.ts"
 
 /** What a request carrying an Idempotency-Key may do. */
 export type Claim =

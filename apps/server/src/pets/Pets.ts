@@ -1,6 +1,8 @@
 import type { NewPet, Pet, PetStatus } from "@petstore/contract"
 import { Context, Effect, Exit, Layer, Option, Request, RequestResolver } from "effect"
-import { arrayLiteral, Database, type DatabaseError, sql } from "../db/Database.ts"
+import { Database } from "../db/Database.ts"
+import type { DatabaseError } from "../db/DatabaseError.ts"
+import { arrayLiteral, sql } from "../db/sql.ts"
 
 export interface PetPage {
   readonly pets: ReadonlyArray<Pet>

@@ -1,5 +1,7 @@
 import { Context, Effect, Exit, Layer, Request, RequestResolver } from "effect"
-import { arrayLiteral, Database, type DatabaseError, sql } from "../db/Database.ts"
+import { Database } from "../db/Database.ts"
+import type { DatabaseError } from "../db/DatabaseError.ts"
+import { arrayLiteral, sql } from "../db/sql.ts"
 
 /** One admission, or a look that spends nothing (`consume: false`). Times are Unix milliseconds. */
 export interface AdmitRequest {
