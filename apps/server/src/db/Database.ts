@@ -8,6 +8,7 @@
  * - `Driver.ts`, `postgresDriver.ts`, `pgliteDriver.ts`: the two engines behind one interface;
  * - `migrate.ts` and `migrations/`: the schema, migrated at start-up;
  * - `startupFailures.ts`: why the database cannot be opened, in an operator's words;
+ * - `batch.ts`: what the resolvers that answer a whole batch with one statement share;
  * - this file: the `Database` service, which opens, migrates, times and times out.
  *
  * A table's SQL lives in the module of that table (`pets/Pets.ts`,

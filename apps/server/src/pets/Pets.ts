@@ -1,5 +1,6 @@
 import type { NewPet, Pet, PetStatus } from "@petstore/contract"
 import { Context, Effect, Exit, Layer, Option, Request, RequestResolver } from "effect"
+import { failAll } from "../db/batch.ts"
 import { Database } from "../db/Database.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { arrayLiteral, sql } from "../db/sql.ts"
@@ -37,11 +38,6 @@ interface GetPet extends Request.Request<Option.Option<Pet>, DatabaseError> {
 const ListPets = Request.of<ListPets>()
 const CreatePet = Request.of<CreatePet>()
 const GetPet = Request.of<GetPet>()
-
-/** Completes every entry of a batch with the database's failure. */
-const failAll = (entries: ReadonlyArray<Request.Entry<Request.Request<unknown, DatabaseError>>>) => (error: DatabaseError) => {
-  for (const entry of entries) entry.completeUnsafe(Exit.fail(error))
-}
 
 /**
  * The pets table: all of its SQL is here. Concurrent requests' queries are
