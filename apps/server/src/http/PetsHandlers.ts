@@ -52,7 +52,7 @@ export const PetsHandlers = HttpApiBuilder.group(
       const claim = yield* idempotencyKeys.claim({ apiKeyId, key }, requestHash(pet))
       switch (claim._tag) {
         case "Claimed": {
-          const pet_ = yield* pets.createClaimed(pet, { apiKeyId, key, token: claim.token })
+          const pet_ = yield* idempotencyKeys.completeClaim({ apiKeyId, key, token: claim.token }, pet)
           return Option.isSome(pet_) ? created(pet_.value, false) : yield* inFlight
         }
         case "Replay": {
