@@ -1,5 +1,7 @@
 export * from "./databases.ts"
+export * from "./http.ts"
 export * from "./keys.ts"
 export * from "./ports.ts"
+export * from "./scripts.ts"
 export * from "./serverProcess.ts"
 export * from "./tools.ts"
