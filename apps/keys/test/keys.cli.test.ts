@@ -1,9 +1,28 @@
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ADMIN_TOKEN, bearer, runScript, send } from "@petstore/test-support"
-import { type RunningServer, startServer } from "./support/testServer.ts"
+import {
+  ADMIN_TOKEN,
+  bearer,
+  runScript,
+  send,
+  type StartedProcess,
+  startServerProcess
+} from "@petstore/test-support"
 
-const cli = fileURLToPath(new URL("../src/cli/keys.ts", import.meta.url))
+const cli = fileURLToPath(new URL("../src/main.ts", import.meta.url))
+
+/** The server (`@petstore/server/main`) as its own process, on PGlite in memory. */
+interface RunningServer {
+  readonly baseUrl: string
+  readonly adminUrl: string
+  readonly createKey: StartedProcess["createKeyWithId"]
+  readonly stop: () => Promise<void>
+}
+
+const startServer = async (): Promise<RunningServer> => {
+  const started = await startServerProcess({ DATA_DIR: ":memory:" })
+  return { baseUrl: `${started.origin}/v1`, adminUrl: started.admin, createKey: started.createKeyWithId, stop: started.server.stop }
+}
 
 /** Runs `pnpm keys` as its own process. */
 const run = (args: ReadonlyArray<string>, env: Record<string, string>) => runScript(cli, args, { NO_COLOR: "1", ...env })
@@ -15,7 +34,7 @@ describe("pnpm keys", () => {
   const created: { id: string; key: string } = { id: "", key: "" }
 
   beforeAll(async () => {
-    server = await startServer("pglite")
+    server = await startServer()
   })
   afterAll(() => server?.stop())
 
