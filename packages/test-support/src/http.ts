@@ -6,17 +6,20 @@ export interface Answer {
   readonly text: string
 }
 
+/** A body parsed as JSON, or undefined when it is empty or not JSON. */
+export const parseJsonBody = (text: string): unknown => {
+  try {
+    return text === "" ? undefined : JSON.parse(text)
+  } catch {
+    return undefined
+  }
+}
+
 /** One request with fetch, its whole answer read. */
 export const send = async (url: string, init: RequestInit = {}): Promise<Answer> => {
   const response = await fetch(url, init)
   const text = await response.text()
-  let body: unknown = undefined
-  try {
-    body = text === "" ? undefined : JSON.parse(text)
-  } catch {
-    body = undefined
-  }
-  return { status: response.status, headers: response.headers, body, text }
+  return { status: response.status, headers: response.headers, body: parseJsonBody(text), text }
 }
 
 export const bearer = (key: string) => ({ authorization: `Bearer ${key}` })
