@@ -36,12 +36,13 @@ const ABANDONED_AFTER = "60 seconds"
  * statement that also writes the pets table (`completeClaim`).
  *
  * That statement inserts the pet and records it on the key at once, so that no
- * crash between two statements can leave a pet its key does not know of (a
- * retry would then create it again). It lives here rather than in `Pets`
- * because what makes it correct is this table's claim protocol: two of its three
- * parts lock the claim still held by this token and not yet completed, then
- * complete it. Its pets part is the plain insert of `Pets.create`, returning
- * the row `Pets` reads (`PetRow`, `toPet`).
+ * crash between two statements can leave a pet its key does not know of (the
+ * claim, abandoned, would be taken over and a retry would create the pet again).
+ * It lives here rather than in `Pets` because what makes it correct is this
+ * table's claim protocol: two of its three parts lock the claim still held by
+ * this token and not yet completed, then complete it. Its pets part is one row
+ * of the insert `Pets.create` makes, returning the row `Pets` reads (`PetRow`,
+ * `toPet`).
  */
 export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
   readonly claim: (scope: ClaimScope, requestHash: string) => Effect.Effect<Claim, DatabaseError>
