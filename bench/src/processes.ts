@@ -1,7 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process"
-import { once } from "node:events"
 import { readFileSync } from "node:fs"
-import { createServer } from "node:net"
 
 const CLOCK_TICKS_PER_SECOND = 100
 
@@ -27,52 +24,4 @@ const childPids = (pid: number): Array<number> => {
   } catch {
     return []
   }
-}
-
-export const freePort = async () => {
-  const probe = createServer().listen(0, "127.0.0.1")
-  await once(probe, "listening")
-  const { port } = probe.address() as { port: number }
-  probe.close()
-  await once(probe, "close")
-  return port
-}
-
-export interface Started {
-  readonly child: ChildProcess
-  readonly origin: string
-  readonly stop: () => Promise<void>
-}
-
-/** Starts a server process and waits until `readyPath` answers 2xx or 401. */
-export const startProcess = async (
-  args: ReadonlyArray<string>,
-  env: Record<string, string>,
-  readyPath: string
-): Promise<Started> => {
-  const port = await freePort()
-  const child = spawn(process.execPath, args, {
-    env: { PATH: process.env.PATH ?? "", ...env, PORT: String(port) },
-    stdio: ["ignore", "ignore", "inherit"]
-  })
-  const origin = `http://127.0.0.1:${port}`
-  for (let attempt = 0; attempt < 600; attempt++) {
-    const ok = await fetch(`${origin}${readyPath}`).then((r) => r.status < 500, () => false)
-    if (ok) {
-      return {
-        child,
-        origin,
-        stop: async () => {
-          if (child.exitCode !== null) return
-          const exited = once(child, "exit")
-          child.kill("SIGTERM")
-          await exited
-        }
-      }
-    }
-    if (child.exitCode !== null) break
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  child.kill("SIGKILL")
-  throw new Error(`${args.join(" ")} did not start`)
 }

@@ -9,13 +9,22 @@
  * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_ROUNDS (3),
  * BENCH_SECONDS (8), BENCH_SOAK_SECONDS (300), BENCH_SOAK_RATE (1000 req/s).
  */
+import {
+  createKey,
+  createTestDatabase,
+  freePort,
+  serverEntry,
+  type ServerProcess,
+  spawnServer,
+  startServerProcess,
+  waitUntilReady
+} from "@petstore/test-support"
 import autocannon from "autocannon"
-import { randomBytes } from "node:crypto"
 import { readFileSync, writeFileSync } from "node:fs"
 import { cpus, totalmem } from "node:os"
 import { fileURLToPath } from "node:url"
 import postgres from "postgres"
-import { cpuSeconds, rssMiB, type Started, startProcess } from "./processes.ts"
+import { cpuSeconds, rssMiB } from "./processes.ts"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const seconds = Number(process.env.BENCH_SECONDS ?? 8)
@@ -23,8 +32,7 @@ const soak = process.argv.includes("--soak")
 const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? 300)
 const soakRate = Number(process.env.BENCH_SOAK_RATE ?? 1000)
 const CONNECTIONS = 64
-const ADMIN_TOKEN = `bench-admin-${randomBytes(8).toString("hex")}`
-const serverMain = fileURLToPath(new URL("../../apps/server/dist/main.js", import.meta.url))
+const serverMain = serverEntry(import.meta.url)
 const floorMain = fileURLToPath(new URL("./floor.ts", import.meta.url))
 const resultsFile = fileURLToPath(new URL("../RESULTS.md", import.meta.url))
 
@@ -56,15 +64,21 @@ const requestsFor = (endpoint: Endpoint, key: string) => {
   }
 }
 
-const measure = async (target: Started, endpoint: Endpoint, key: string, duration: number): Promise<Measure> => {
-  const cpuBefore = cpuSeconds(target.child.pid!)
+/** A process serving HTTP at `origin`: the server, or the floor. */
+interface Target {
+  readonly server: ServerProcess
+  readonly origin: string
+}
+
+const measure = async (target: Target, endpoint: Endpoint, key: string, duration: number): Promise<Measure> => {
+  const cpuBefore = cpuSeconds(target.server.child.pid!)
   const result = await autocannon({
     url: target.origin,
     connections: CONNECTIONS,
     duration,
     requests: requestsFor(endpoint, key) as Array<autocannon.Request>
   })
-  const cpu = cpuSeconds(target.child.pid!) - cpuBefore
+  const cpu = cpuSeconds(target.server.child.pid!) - cpuBefore
   return {
     requests: result.requests.total,
     cpu,
@@ -91,37 +105,42 @@ const combine = (measures: ReadonlyArray<Measure>): Measure => {
 const perCpuSecond = (m: Measure) => m.requests / m.cpu
 
 const main = async () => {
-  const baseUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
-  const name = `petstore_bench_${Date.now()}`
-  const admin = postgres(baseUrl, { max: 1, onnotice: () => {} })
-  await admin.unsafe(`CREATE DATABASE ${name}`)
-  const dbUrl = new URL(baseUrl)
-  dbUrl.pathname = `/${name}`
-  const databaseUrl = dbUrl.toString()
-  const started: Array<Started> = []
-  const start = async (label: string, args: ReadonlyArray<string>, env: Record<string, string>, ready: string) => {
-    process.stdout.write(`starting ${label}… `)
-    const target = await startProcess(args, { DATABASE_URL: databaseUrl, LOG_LEVEL: "Warn", ...env }, ready)
-    started.push(target)
+  const database = await createTestDatabase(
+    process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    "petstore_bench"
+  )
+  const databaseUrl = database.url
+  const started: Array<ServerProcess> = []
+  const starting = (label: string) => process.stdout.write(`starting ${label}… `)
+  /** The server, ready when its /readyz answers, with an admin listener of its own. */
+  const startServer = async (label: string, env: Record<string, string>) => {
+    starting(label)
+    const target = await startServerProcess({ DATABASE_URL: databaseUrl, ...env }, 60_000, serverMain)
+    started.push(target.server)
     console.log("ready")
     return target
   }
+  /** The floor has no /readyz: it is ready when it answers at all. */
+  const startFloor = async (): Promise<Target> => {
+    starting("floor (node:http + postgres.js)")
+    const port = await freePort()
+    const server = spawnServer({ PORT: String(port), DATABASE_URL: databaseUrl }, floorMain)
+    started.push(server)
+    const origin = `http://127.0.0.1:${port}`
+    await waitUntilReady(server, `${origin}/v1/pets`, 60_000, (status) => status < 500)
+    console.log("ready")
+    return { server, origin }
+  }
   try {
-    const serverEnv = { ADMIN_TOKEN, ADMIN_PORT: "0" }
-    const server = await start("server (PostgreSQL quota store)", [serverMain], { ...serverEnv, ADMIN_PORT: "18581" }, "/readyz")
+    const server = await startServer("server (PostgreSQL quota store)", {})
     const db = postgres(databaseUrl, { max: 1, onnotice: () => {} })
     await db`INSERT INTO pets (name, category_id, status)
       SELECT 'Pet ' || g, 1 + g % 10, (ARRAY['available', 'pending', 'sold'])[1 + g % 3] FROM generate_series(1, 10000) AS g`
-    const created = await fetch("http://127.0.0.1:18581/admin/keys", {
-      method: "POST",
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ plan: "enterprise", name: "bench", limits: { perMinute: 2_000_000_000, perDay: 2_000_000_000 } })
-    })
-    const { key } = (await created.json()) as { key: string }
+    const { key } = await createKey(server.admin, "enterprise", { perMinute: 2_000_000_000, perDay: 2_000_000_000 })
     const [{ version: pgVersion }] = await db`SELECT current_setting('server_version') AS version` as unknown as [{ version: string }]
 
-    const floor = await start("floor (node:http + postgres.js)", [floorMain], {}, "/v1/pets")
-    const memory = await start("server (in-memory quota store)", [serverMain], { QUOTA_STORE: "memory" }, "/readyz")
+    const floor = await startFloor()
+    const memory = await startServer("server (in-memory quota store)", { QUOTA_STORE: "memory" })
 
     console.log(`warming up (${endpoints.length * 3} × 3 s)`)
     for (const endpoint of endpoints) for (const target of [server, floor, memory]) await measure(target, endpoint, key, 3)
@@ -144,8 +163,8 @@ const main = async () => {
         console.log(`round ${round} memory ${endpoint.padEnd(6)} ${m.rps.toFixed(0).padStart(6)} req/s  ${perCpuSecond(m).toFixed(0).padStart(6)} req/CPU-s  p99 ${m.p99} ms`)
       }
     }
-    await memory.stop()
-    const workers = await start("server WORKERS=2", [serverMain], { WORKERS: "2" }, "/readyz")
+    await memory.server.stop()
+    const workers = await startServer("server WORKERS=2", { WORKERS: "2" })
     for (let round = 1; round <= Math.max(1, rounds - 1); round++) {
       for (const [label, target] of [["workers1", server], ["workers2", workers]] as const) {
         const m = await measure(target, "list", key, seconds)
@@ -153,7 +172,7 @@ const main = async () => {
         console.log(`round ${round} ${label} list ${m.rps.toFixed(0).padStart(6)} req/s  ${perCpuSecond(m).toFixed(0).padStart(6)} req/CPU-s  p99 ${m.p99} ms`)
       }
     }
-    await workers.stop()
+    await workers.server.stop()
 
     let soakSamples: Array<{ at: number; rss: number; p99: number }> = []
     if (soak) {
@@ -168,8 +187,7 @@ const main = async () => {
     await db.end()
   } finally {
     for (const target of started) await target.stop().catch(() => {})
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-    await admin.end()
+    await database.drop()
   }
 }
 
@@ -186,10 +204,10 @@ const keptAnalysis = () => {
 }
 
 /** A steady rate for a long while, sampling the server's resident memory every 10 s. */
-const soakRun = async (server: Started, key: string) => {
+const soakRun = async (server: Target, key: string) => {
   const samples: Array<{ at: number; rss: number; p99: number }> = []
   const begin = Date.now()
-  const sampler = setInterval(() => samples.push({ at: Math.round((Date.now() - begin) / 1000), rss: rssMiB(server.child.pid!), p99: 0 }), 10_000)
+  const sampler = setInterval(() => samples.push({ at: Math.round((Date.now() - begin) / 1000), rss: rssMiB(server.server.child.pid!), p99: 0 }), 10_000)
   await autocannon({
     url: server.origin,
     connections: CONNECTIONS,

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it } from "vitest"
+import { ADMIN_TOKEN, bearer, send } from "@petstore/test-support"
 import { describeOnEachBackend } from "./support/databases.ts"
-import { bearer, expectError, send } from "./support/http.ts"
-import { ADMIN_TOKEN, type RunningServer, startServer } from "./support/testServer.ts"
+import { expectError } from "./support/http.ts"
+import { type RunningServer, startServer } from "./support/testServer.ts"
 
 describeOnEachBackend("admin API", ({ name }) => {
   let server: RunningServer

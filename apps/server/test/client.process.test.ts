@@ -1,28 +1,22 @@
 import { NotFound, PetstoreClient, Unauthorized } from "@petstore/contract"
 import { Effect, Option, Schema, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { backends, createTestDatabase, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
-import { type StartedProcess, startServerProcess } from "./support/serverProcess.ts"
+import {
+  createTestDatabase,
+  postgresAdminUrl,
+  runScript,
+  type StartedProcess,
+  startServerProcess,
+  type TestDatabase
+} from "@petstore/test-support"
+import { backends } from "./support/databases.ts"
 
 /** The example of packages/contract/README.md (a test there checks that the README shows this very file). */
 const quickstart = fileURLToPath(new URL("../../../packages/contract/examples/quickstart.ts", import.meta.url))
 
-const runQuickstart = (env: Record<string, string>) =>
-  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [quickstart], {
-      env: { PATH: process.env.PATH ?? "", ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-    child.on("error", reject)
-    child.on("close", (code) => resolve({ code, stdout, stderr }))
-  })
+const runQuickstart = (env: Record<string, string>) => runScript(quickstart, [], env)
 
 describe.each(backends)("the typed client against a server process on $name", ({ name }) => {
   let started: StartedProcess

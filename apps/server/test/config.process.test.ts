@@ -1,8 +1,7 @@
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
-import { eventually } from "./support/serverProcess.ts"
-import { freePort, spawnServer } from "./support/process.ts"
+import { eventually, freePort, spawnServer } from "@petstore/test-support"
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 

@@ -7,7 +7,7 @@
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
-import { eventually, type StartedProcess, startServerProcess, tryConnect, waitForExit } from "./support/serverProcess.ts"
+import { eventually, type StartedProcess, startServerProcess, tryConnect, waitForExit } from "@petstore/test-support"
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 

@@ -11,8 +11,15 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, afterEach, describe, expect, it } from "vitest"
-import { createTestDatabase, needsPostgres, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
-import { type StartedProcess, startServerProcess, waitForExit } from "./support/serverProcess.ts"
+import {
+  createTestDatabase,
+  postgresAdminUrl,
+  type StartedProcess,
+  startServerProcess,
+  type TestDatabase,
+  waitForExit
+} from "@petstore/test-support"
+import { needsPostgres } from "./support/databases.ts"
 
 interface Pet {
   readonly id: number

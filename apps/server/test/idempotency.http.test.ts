@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest"
+import { bearer, json, send } from "@petstore/test-support"
 import { describeOnEachBackend } from "./support/databases.ts"
-import { bearer, expectError, json, send } from "./support/http.ts"
+import { expectError } from "./support/http.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 
 describeOnEachBackend("Idempotency-Key on POST /v1/pets", ({ name }) => {

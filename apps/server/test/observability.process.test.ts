@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort, type ServerProcess, spawnServer } from "./support/process.ts"
-import { ADMIN_TOKEN, startServerProcess } from "./support/serverProcess.ts"
+import { ADMIN_TOKEN, createKey, freePort, type ServerProcess, spawnServer, startServerProcess } from "@petstore/test-support"
 
 let server: ServerProcess
 let origin: string
@@ -30,11 +29,7 @@ const lineFor = async (requestId: string) => {
 
 describe("observability", () => {
   it("writes one JSON line per request with its id, route template, status, duration, key id, plan and quota outcome", async () => {
-    const created = await fetch(`${admin}/admin/keys`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ plan: "pro" })
-    }).then((r) => r.json() as Promise<{ id: string; key: string }>)
+    const created = await createKey(admin, "pro")
     const response = await fetch(`${origin}/v1/pets/42`, {
       headers: { authorization: `Bearer ${created.key}`, "x-request-id": "trace-me-42" }
     })
@@ -71,11 +66,7 @@ describe("observability", () => {
 
   it("serves Prometheus metrics on the admin listener, to the admin token only", async () => {
     expect((await fetch(`${admin}/metrics`)).status).toBe(401)
-    const { key } = await fetch(`${admin}/admin/keys`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ plan: "enterprise", limits: { perMinute: 1, perDay: 100 } })
-    }).then((r) => r.json() as Promise<{ key: string }>)
+    const { key } = await createKey(admin, "enterprise", { perMinute: 1, perDay: 100 })
     await fetch(`${origin}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
     expect((await fetch(`${origin}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(429)
     await lineFor((await fetch(`${origin}/healthz`)).headers.get("x-request-id")!)

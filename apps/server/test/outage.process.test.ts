@@ -18,9 +18,16 @@
  * the documented TTL.
  */
 import { afterEach, describe, expect, it } from "vitest"
-import { createTestDatabase, needsPostgres, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
-import { send } from "./support/http.ts"
-import { eventually, type StartedProcess, startServerProcess } from "./support/serverProcess.ts"
+import {
+  createTestDatabase,
+  eventually,
+  postgresAdminUrl,
+  send,
+  type StartedProcess,
+  startServerProcess,
+  type TestDatabase
+} from "@petstore/test-support"
+import { needsPostgres } from "./support/databases.ts"
 import { startTcpProxy, type TcpProxy } from "./support/tcpProxy.ts"
 
 const REQUEST_BOUND_MS = 10_000

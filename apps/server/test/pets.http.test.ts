@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Answer, bearer, json, send } from "@petstore/test-support"
 import { describeOnEachBackend } from "./support/databases.ts"
-import { type Answer, bearer, expectError, json, send, sendRaw } from "./support/http.ts"
+import { expectError, sendRaw } from "./support/http.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 
 describeOnEachBackend("pets API", ({ name }) => {

@@ -19,10 +19,15 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { once } from "node:events"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
-import { freePort } from "@petstore/test-support"
+import {
+  type Answer,
+  eventually,
+  freePort,
+  send,
+  type StartedProcess,
+  startServerProcess
+} from "@petstore/test-support"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Answer, send } from "./support/http.ts"
-import { eventually, type StartedProcess, startServerProcess } from "./support/serverProcess.ts"
 
 /** The committed document, `packages/contract/openapi.json`, which a test keeps equal to what the contract generates. */
 const committedDocumentPath = createRequire(import.meta.url).resolve("@petstore/contract/openapi.json")

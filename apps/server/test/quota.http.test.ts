@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it } from "vitest"
+import { ADMIN_TOKEN, type Answer, bearer, json, send } from "@petstore/test-support"
 import { describeOnEachBackend } from "./support/databases.ts"
-import { type Answer, bearer, expectError, json, send } from "./support/http.ts"
-import { ADMIN_TOKEN, type RunningServer, startServer } from "./support/testServer.ts"
+import { expectError } from "./support/http.ts"
+import { type RunningServer, startServer } from "./support/testServer.ts"
 
 const limitOf = (answer: Answer) => Number(answer.headers.get("x-ratelimit-limit"))
 const remainingOf = (answer: Answer) => Number(answer.headers.get("x-ratelimit-remaining"))

@@ -21,7 +21,7 @@ import { join } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { schemathesis } from "./support/schemathesis.ts"
-import { type StartedProcess, startServerProcess } from "./support/serverProcess.ts"
+import { type StartedProcess, startServerProcess } from "@petstore/test-support"
 
 const run = promisify(execFile)
 

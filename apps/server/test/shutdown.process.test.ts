@@ -9,7 +9,7 @@
  */
 import { request } from "node:http"
 import { afterEach, describe, expect, it } from "vitest"
-import { eventually, type StartedProcess, startServerProcess, tryConnect, waitForExit } from "./support/serverProcess.ts"
+import { eventually, type StartedProcess, startServerProcess, tryConnect, waitForExit } from "@petstore/test-support"
 
 const running: Array<StartedProcess> = []
 afterEach(async () => {

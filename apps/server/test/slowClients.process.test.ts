@@ -1,8 +1,7 @@
 import { once } from "node:events"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { ServerProcess } from "./support/process.ts"
-import { startServerProcess } from "./support/serverProcess.ts"
+import { type ServerProcess, startServerProcess } from "@petstore/test-support"
 
 let server: ServerProcess
 let port: number

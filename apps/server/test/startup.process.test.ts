@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { freePort, type ServerProcess, spawnServer } from "./support/process.ts"
+import { freePort, type ServerProcess, spawnServer } from "@petstore/test-support"
 
 const dataDir = mkdtempSync(join(tmpdir(), "petstore-startup-"))
 let server: ServerProcess | undefined

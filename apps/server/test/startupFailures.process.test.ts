@@ -8,8 +8,7 @@ import { Cause, Effect, Exit, Layer, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AppConfig, StartupError } from "../src/config.ts"
 import { ServerLive } from "../src/server.ts"
-import { postgresAdminUrl } from "./support/databases.ts"
-import { freePort, serverEntry } from "@petstore/test-support"
+import { freePort, postgresAdminUrl, serverEntry } from "@petstore/test-support"
 
 const scratch = mkdtempSync(join(tmpdir(), "petstore-startup-failures-"))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))

@@ -1,7 +1,7 @@
 import { once } from "node:events"
 import { createServer, type IncomingMessage } from "node:http"
 import { afterAll, describe, expect, it } from "vitest"
-import { freePort, type ServerProcess, spawnServer } from "./support/process.ts"
+import { freePort, type ServerProcess, spawnServer } from "@petstore/test-support"
 
 let server: ServerProcess | undefined
 const collector = createServer()

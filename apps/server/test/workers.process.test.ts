@@ -1,7 +1,16 @@
 import { afterAll, describe, expect, it } from "vitest"
-import { createTestDatabase, needsPostgres, postgresAdminUrl, type TestDatabase } from "./support/databases.ts"
-import { freePort, type ServerProcess, spawnServer } from "./support/process.ts"
-import { ADMIN_TOKEN, startServerProcess } from "./support/serverProcess.ts"
+import {
+  ADMIN_TOKEN,
+  createKey,
+  createTestDatabase,
+  freePort,
+  postgresAdminUrl,
+  type ServerProcess,
+  spawnServer,
+  startServerProcess,
+  type TestDatabase
+} from "@petstore/test-support"
+import { needsPostgres } from "./support/databases.ts"
 
 const running: Array<ServerProcess> = []
 const databases: Array<TestDatabase> = []
@@ -18,22 +27,13 @@ const start = async (env: Record<string, string>) => {
   return started
 }
 
-const createFreeKey = async (admin: string) => {
-  const response = await fetch(`${admin}/admin/keys`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ plan: "free" })
-  })
-  return (await response.json()) as { id: string; key: string }
-}
-
 /**
  * 300 concurrent requests from one free key, spread over the given origins.
  * Windows follow the wall clock: a burst that straddles a minute is sent again with a new key.
  */
 const burst = async (origins: ReadonlyArray<string>, admin: string) => {
   for (let attempt = 0; ; attempt++) {
-    const { id, key } = await createFreeKey(admin)
+    const { id, key } = await createKey(admin, "free")
     const answers = await Promise.all(Array.from({ length: 300 }, (_, i) =>
       fetch(`${origins[i % origins.length]}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then(
         async (response) => ({ status: response.status, reset: response.headers.get("x-ratelimit-reset"), body: await response.text() })

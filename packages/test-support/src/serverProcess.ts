@@ -8,10 +8,13 @@ import type { Plan, QuotaLimits } from "@petstore/contract"
 
 /**
  * The server's entry point, reached through its package (`@petstore/server/main`)
- * from the package whose tests run (their working directory). Resolved from
- * there because this package cannot depend on the server, whose tests depend on it.
+ * as the module `from` resolves it: by default the package whose tests run
+ * (their working directory); a script run from elsewhere passes its own
+ * `import.meta.url`. Resolved there because this package cannot depend on the
+ * server, whose tests depend on it.
  */
-export const serverEntry = (): string => createRequire(join(process.cwd(), "package.json")).resolve("@petstore/server/main")
+export const serverEntry = (from: string = join(process.cwd(), "package.json")): string =>
+  createRequire(from).resolve("@petstore/server/main")
 
 export interface ServerProcess {
   readonly child: ChildProcess
@@ -67,23 +70,36 @@ export const startServerProcess = async (
   const server = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), ADMIN_TOKEN, HOST: "127.0.0.1", ...env }, entry)
   const origin = `http://127.0.0.1:${port}`
   const admin = `http://127.0.0.1:${adminPort}`
+  await waitUntilReady(server, `${origin}/readyz`, timeoutMs)
+  const withId = (plan: Plan, limits?: QuotaLimits) => createKey(admin, plan, limits)
+  return {
+    server,
+    port,
+    origin,
+    admin,
+    createKeyWithId: withId,
+    createKey: async (plan, limits) => (await withId(plan, limits)).key
+  }
+}
+
+/**
+ * Polls `url` until the status of its answer is one `ready` accepts (by
+ * default a 2xx), within `timeoutMs`. Throws with the process's output when it
+ * exits first, or stops it and throws when it is not ready in time.
+ */
+export const waitUntilReady = async (
+  server: ServerProcess,
+  url: string,
+  timeoutMs: number,
+  ready: (status: number) => boolean = (status) => status >= 200 && status < 300
+): Promise<void> => {
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (server.child.exitCode !== null || server.child.signalCode !== null) {
       throw new Error(`the server exited (${server.child.exitCode ?? server.child.signalCode}) before it was ready:\n${server.output()}`)
     }
-    const ready = await fetch(`${origin}/readyz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false)
-    if (ready) {
-      const withId = (plan: Plan, limits?: QuotaLimits) => createKey(admin, plan, limits)
-      return {
-        server,
-        port,
-        origin,
-        admin,
-        createKeyWithId: withId,
-        createKey: async (plan, limits) => (await withId(plan, limits)).key
-      }
-    }
+    const answered = await fetch(url, { signal: AbortSignal.timeout(2_000) }).then((r) => ready(r.status), () => false)
+    if (answered) return
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
   await server.stop()

@@ -9,7 +9,9 @@ import {
 } from "@petstore/contract"
 import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHash, randomBytes } from "node:crypto"
-import { Database, type DatabaseError, sql } from "../db/Database.ts"
+import { Database } from "../db/Database.ts"
+import type { DatabaseError } from "../db/DatabaseError.ts"
+import { sql } from "../db/sql.ts"
 
 export interface ApiKey {
   readonly id: ApiKeyId

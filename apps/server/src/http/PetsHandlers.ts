@@ -13,7 +13,7 @@ import { createHash } from "node:crypto"
 import { RequestCaller } from "../auth/ApiKeyAuth.ts"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
-import type { DatabaseError } from "../db/Database.ts"
+import type { DatabaseError } from "../db/DatabaseError.ts"
 import { Pets } from "../pets/Pets.ts"
 import { decodeCursor, encodeCursor } from "./pagination.ts"
 import { PublicUrl } from "./PublicUrl.ts"
@@ -52,7 +52,7 @@ export const PetsHandlers = HttpApiBuilder.group(
       const claim = yield* idempotencyKeys.claim({ apiKeyId, key }, requestHash(pet))
       switch (claim._tag) {
         case "Claimed": {
-          const pet_ = yield* pets.createClaimed(pet, { apiKeyId, key, token: claim.token })
+          const pet_ = yield* idempotencyKeys.completeClaim({ apiKeyId, key, token: claim.token }, pet)
           return Option.isSome(pet_) ? created(pet_.value, false) : yield* inFlight
         }
         case "Replay": {

@@ -2,7 +2,7 @@ import { type ErrorBody, type ErrorDetail, InvalidRequest } from "@petstore/cont
 import { Cause, Effect, SchemaIssue } from "effect"
 import { HttpServerError, HttpServerResponse } from "effect/http"
 import type { HttpApiError } from "effect/http-api"
-import { DatabaseError } from "../db/Database.ts"
+import { DatabaseError } from "../db/DatabaseError.ts"
 
 /**
  * The one place a failure becomes an error response that no endpoint declared:

@@ -1,6 +1,10 @@
-import { Context, Effect, Layer, Schedule } from "effect"
+import type { NewPet, Pet } from "@petstore/contract"
+import { Context, Effect, Layer, Option, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
-import { Database, type DatabaseError, sql } from "../db/Database.ts"
+import { Database } from "../db/Database.ts"
+import type { DatabaseError } from "../db/DatabaseError.ts"
+import { sql } from "../db/sql.ts"
+import { type PetRow, toPet } from "../pets/Pets.ts"
 
 /** What a request carrying an Idempotency-Key may do. */
 export type Claim =
@@ -18,13 +22,36 @@ export interface ClaimScope {
   readonly key: string
 }
 
+/** A claim this request took (`Claimed`), by the token that proves it still holds it. */
+export interface HeldClaim extends ClaimScope {
+  readonly token: string
+}
+
 /** Keys are kept for a day; a claim that created nothing in this time was abandoned (its process died). */
 const KEPT = "24 hours"
 const ABANDONED_AFTER = "60 seconds"
 
-/** The idempotency_keys table: all of its SQL is here, except the claimed create, which is one statement with the pet's insert. */
+/**
+ * The idempotency_keys table: all of its SQL is here, including the one
+ * statement that also writes the pets table (`completeClaim`).
+ *
+ * That statement inserts the pet and records it on the key at once, so that no
+ * crash between two statements can leave a pet its key does not know of (the
+ * claim, abandoned, would be taken over and a retry would create the pet again).
+ * It lives here rather than in `Pets` because what makes it correct is this
+ * table's claim protocol: two of its three parts lock the claim still held by
+ * this token and not yet completed, then complete it. Its pets part is one row
+ * of the insert `Pets.create` makes, returning the row `Pets` reads (`PetRow`,
+ * `toPet`).
+ */
 export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
   readonly claim: (scope: ClaimScope, requestHash: string) => Effect.Effect<Claim, DatabaseError>
+  /**
+   * Creates the pet the claim was taken for and completes the claim, in one
+   * statement. None when the claim was lost (taken over as abandoned) and
+   * nothing was created.
+   */
+  readonly completeClaim: (claim: HeldClaim, pet: NewPet) => Effect.Effect<Option.Option<Pet>, DatabaseError>
 }>()("@petstore/server/idempotency/IdempotencyKeys") {
   static readonly layer = Layer.effect(
     IdempotencyKeys,
@@ -66,7 +93,25 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
         return row.pet_id === null ? { _tag: "InFlight" } as const : { _tag: "Replay", petId: row.pet_id } as const
       })
 
-      return IdempotencyKeys.of({ claim })
+      const completeClaim = Effect.fn("IdempotencyKeys.completeClaim")(function*(claim: HeldClaim, pet: NewPet) {
+        const rows = yield* db.query<PetRow>(sql`
+          WITH owned AS (
+            SELECT 1 FROM idempotency_keys
+            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND claim_token = ${claim.token}::uuid AND pet_id IS NULL
+            FOR UPDATE
+          ), pet AS (
+            INSERT INTO pets (name, category_id, status)
+            SELECT ${pet.name}, ${pet.categoryId}, ${pet.status} FROM owned
+            RETURNING id, name, category_id, status
+          ), completed AS (
+            UPDATE idempotency_keys SET pet_id = (SELECT id FROM pet)
+            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND EXISTS (SELECT 1 FROM pet)
+          )
+          SELECT * FROM pet`)
+        return Option.map(Option.fromUndefinedOr(rows[0]), toPet)
+      })
+
+      return IdempotencyKeys.of({ claim, completeClaim })
     })
   )
 }

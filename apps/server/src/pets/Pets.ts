@@ -1,6 +1,9 @@
 import type { NewPet, Pet, PetStatus } from "@petstore/contract"
 import { Context, Effect, Exit, Layer, Option, Request, RequestResolver } from "effect"
-import { arrayLiteral, Database, type DatabaseError, sql } from "../db/Database.ts"
+import { failAll } from "../db/batch.ts"
+import { Database } from "../db/Database.ts"
+import type { DatabaseError } from "../db/DatabaseError.ts"
+import { arrayLiteral, sql } from "../db/sql.ts"
 
 export interface PetPage {
   readonly pets: ReadonlyArray<Pet>
@@ -14,14 +17,15 @@ export interface PageQuery {
   readonly after: number
 }
 
-interface PetRow {
+/** A row of the pets table as its statements return it (`RETURNING id, name, category_id, status`). */
+export interface PetRow {
   readonly id: number
   readonly name: string
   readonly category_id: number
   readonly status: PetStatus
 }
 
-const toPet = (row: PetRow): Pet => ({ id: row.id, name: row.name, categoryId: row.category_id, status: row.status })
+export const toPet = (row: PetRow): Pet => ({ id: row.id, name: row.name, categoryId: row.category_id, status: row.status })
 
 interface ListPets extends Request.Request<PetPage, DatabaseError> {
   readonly query: PageQuery
@@ -36,28 +40,17 @@ const ListPets = Request.of<ListPets>()
 const CreatePet = Request.of<CreatePet>()
 const GetPet = Request.of<GetPet>()
 
-/** Completes every entry of a batch with the database's failure. */
-const failAll = (entries: ReadonlyArray<Request.Entry<Request.Request<unknown, DatabaseError>>>) => (error: DatabaseError) => {
-  for (const entry of entries) entry.completeUnsafe(Exit.fail(error))
-}
-
 /**
- * The pets table: all of its SQL is here. Concurrent requests' queries are
- * collected and sent together, one statement per kind, so the round trip is
- * shared; each request still gets exactly what its own query would return.
+ * The pets table: all of its SQL is here but one statement, the insert of a
+ * create with an Idempotency-Key, which is one statement with the key's
+ * completion and lives with the key's other SQL (`IdempotencyKeys.completeClaim`).
+ * Concurrent requests' queries are collected and sent together, one statement
+ * per kind, so the round trip is shared; each request still gets exactly what
+ * its own query would return.
  */
 export class Pets extends Context.Service<Pets, {
   readonly list: (query: PageQuery) => Effect.Effect<PetPage, DatabaseError>
   readonly create: (pet: NewPet) => Effect.Effect<Pet, DatabaseError>
-  /**
-   * Creates the pet and completes the Idempotency-Key claim in one statement,
-   * so a pet never exists without its key knowing it. None when the claim was
-   * lost (taken over as abandoned).
-   */
-  readonly createClaimed: (
-    pet: NewPet,
-    claim: { readonly apiKeyId: string; readonly key: string; readonly token: string }
-  ) => Effect.Effect<Option.Option<Pet>, DatabaseError>
   readonly get: (id: number) => Effect.Effect<Option.Option<Pet>, DatabaseError>
 }>()("@petstore/server/pets/Pets") {
   static readonly layer = Layer.effect(
@@ -143,31 +136,10 @@ export class Pets extends Context.Service<Pets, {
 
       const batchSize = RequestResolver.batchN(200)
       const [list, create, get] = [batchSize(listTogether), batchSize(createTogether), batchSize(getTogether)]
-      const createClaimed = Effect.fn("Pets.createClaimed")(function*(
-        pet: NewPet,
-        claim: { readonly apiKeyId: string; readonly key: string; readonly token: string }
-      ) {
-        const rows = yield* db.query<PetRow>(sql`
-          WITH owned AS (
-            SELECT 1 FROM idempotency_keys
-            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND claim_token = ${claim.token}::uuid AND pet_id IS NULL
-            FOR UPDATE
-          ), pet AS (
-            INSERT INTO pets (name, category_id, status)
-            SELECT ${pet.name}, ${pet.categoryId}, ${pet.status} FROM owned
-            RETURNING id, name, category_id, status
-          ), completed AS (
-            UPDATE idempotency_keys SET pet_id = (SELECT id FROM pet)
-            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND EXISTS (SELECT 1 FROM pet)
-          )
-          SELECT * FROM pet`)
-        return Option.map(Option.fromUndefinedOr(rows[0]), toPet)
-      })
 
       return Pets.of({
         list: (query) => Effect.request(ListPets({ query }), list),
         create: (pet) => Effect.request(CreatePet({ pet }), create),
-        createClaimed,
         get: (id) => Effect.request(GetPet({ id }), get)
       })
     })

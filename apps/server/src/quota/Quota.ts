@@ -2,7 +2,7 @@ import type { QuotaLimits } from "@petstore/contract"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { ApiKey } from "../auth/ApiKeys.ts"
 import { AppConfig, type AppConfigValues } from "../config.ts"
-import type { DatabaseError } from "../db/Database.ts"
+import type { DatabaseError } from "../db/DatabaseError.ts"
 import { recordQuotaStoreDuration } from "../observability/metrics.ts"
 import { DAY_MILLIS, MINUTE_MILLIS, QuotaStore } from "./QuotaStore.ts"
 

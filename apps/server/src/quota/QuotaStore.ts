@@ -1,5 +1,8 @@
 import { Context, Effect, Exit, Layer, Request, RequestResolver } from "effect"
-import { arrayLiteral, Database, type DatabaseError, sql } from "../db/Database.ts"
+import { failAll } from "../db/batch.ts"
+import { Database } from "../db/Database.ts"
+import type { DatabaseError } from "../db/DatabaseError.ts"
+import { arrayLiteral, sql } from "../db/sql.ts"
 
 /** One admission, or a look that spends nothing (`consume: false`). Times are Unix milliseconds. */
 export interface AdmitRequest {
@@ -132,9 +135,7 @@ export class QuotaStore extends Context.Service<QuotaStore, {
             ${column((r) => r.banThreshold)}::integer[], ${requests[0]!.banMillis}::bigint,
             ${column((r) => r.consume)}::boolean[])`).pipe(
           Effect.match({
-            onFailure: (error) => {
-              for (const entry of entries) entry.completeUnsafe(Exit.fail(error))
-            },
+            onFailure: failAll(entries),
             onSuccess: (rows) => {
               for (const row of rows) {
                 entries[row.ordinal - 1]!.completeUnsafe(Exit.succeed({

@@ -1,8 +1,6 @@
 import { postgresAdminUrl } from "@petstore/test-support"
 import { describe } from "vitest"
 
-export { createTestDatabase, postgresAdminUrl, type TestDatabase } from "@petstore/test-support"
-
 if (postgresAdminUrl === undefined && process.env.CI === "true") {
   throw new Error("CI=true but DATABASE_URL is not set: the PostgreSQL suites would be skipped")
 }

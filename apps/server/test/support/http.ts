@@ -1,24 +1,6 @@
+import type { Answer } from "@petstore/test-support"
 import { expect } from "vitest"
 import { type RawRequest, rawRequest } from "./rawHttp.ts"
-
-export interface Answer {
-  readonly status: number
-  readonly headers: Headers
-  readonly body: any
-  readonly text: string
-}
-
-export const send = async (url: string, init: RequestInit = {}): Promise<Answer> => {
-  const response = await fetch(url, init)
-  const text = await response.text()
-  let body: unknown = undefined
-  try {
-    body = text === "" ? undefined : JSON.parse(text)
-  } catch {
-    body = undefined
-  }
-  return { status: response.status, headers: response.headers, body, text }
-}
 
 /** For what fetch refuses to send (TRACE, raw bytes): one exchange over node:http, as an Answer. */
 export const sendRaw = async (origin: string, request: RawRequest): Promise<Answer> => {
@@ -30,9 +12,6 @@ export const sendRaw = async (origin: string, request: RawRequest): Promise<Answ
   }
   return { status: answer.status, headers, body: answer.body, text: answer.text }
 }
-
-export const bearer = (key: string) => ({ authorization: `Bearer ${key}` })
-export const json = (key: string) => ({ ...bearer(key), "content-type": "application/json" })
 
 /** Asserts the documented Error shape: exactly code, message and status (details only on a 400). */
 export const expectError = (answer: Answer, status: number, code: string) => {

@@ -1,7 +1,7 @@
 import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../../src/config.ts"
 import { Database } from "../../src/db/Database.ts"
-import { createTestDatabase, postgresAdminUrl } from "./databases.ts"
+import { createTestDatabase, postgresAdminUrl } from "@petstore/test-support"
 
 /** A migrated, empty database of the backend, for tests of one service at a time. */
 export const testDatabase = (backend: "pglite" | "postgres") =>

@@ -1,3 +1,4 @@
+import { parseJsonBody } from "@petstore/test-support"
 import { request } from "node:http"
 
 /** What came back: a response, or the connection failing before one (e.g. Node closing it on a 431). */
@@ -63,13 +64,7 @@ export const rawRequest = (origin: string, options: RawRequest): Promise<RawAnsw
       response.on("end", () => {
         clearTimeout(timer)
         const text = Buffer.concat(chunks).toString("utf8")
-        let body: unknown = undefined
-        try {
-          body = text === "" ? undefined : JSON.parse(text)
-        } catch {
-          body = undefined
-        }
-        resolve({ kind: "response", status: response.statusCode ?? 0, headers: response.headers, text, body })
+        resolve({ kind: "response", status: response.statusCode ?? 0, headers: response.headers, text, body: parseJsonBody(text) })
       })
     })
     if (options.body !== undefined) req.end(options.body)

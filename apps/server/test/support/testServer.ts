@@ -1,16 +1,14 @@
+import type { Plan, QuotaLimits } from "@petstore/contract"
 import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { AppConfig, type AppConfigValues } from "../../src/config.ts"
 import { ListenAddresses, ServerLive } from "../../src/server.ts"
-import { ADMIN_TOKEN } from "@petstore/test-support"
-import { createTestDatabase, postgresAdminUrl } from "./databases.ts"
-
-export { ADMIN_TOKEN }
+import { ADMIN_TOKEN, createKey, type CreatedTestKey, createTestDatabase, postgresAdminUrl } from "@petstore/test-support"
 
 export interface RunningServer {
   readonly baseUrl: string
   readonly adminUrl: string
   /** A new API key of the plan, through the admin API. */
-  readonly createKey: (plan?: "free" | "pro" | "business" | "enterprise", limits?: { perMinute: number; perDay: number }) => Promise<{ id: string; key: string }>
+  readonly createKey: (plan?: Plan, limits?: QuotaLimits) => Promise<CreatedTestKey>
   readonly stop: () => Promise<void>
 }
 
@@ -44,15 +42,7 @@ export const startServer = async (
   return {
     baseUrl: `${addresses.public}/v1`,
     adminUrl,
-    createKey: async (plan = "free", limits) => {
-      const response = await fetch(`${adminUrl}/admin/keys`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify({ plan, ...(limits ? { limits } : {}) })
-      })
-      if (response.status !== 201) throw new Error(`key creation answered ${response.status}: ${await response.text()}`)
-      return (await response.json()) as { id: string; key: string }
-    },
+    createKey: (plan, limits) => createKey(adminUrl, plan, limits),
     stop: async () => {
       await Effect.runPromise(Scope.close(scope, Exit.void))
       await database?.drop()

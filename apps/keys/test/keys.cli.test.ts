@@ -1,34 +1,31 @@
-import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { bearer, send } from "./support/http.ts"
-import { ADMIN_TOKEN, type RunningServer, startServer } from "./support/testServer.ts"
+import {
+  ADMIN_TOKEN,
+  bearer,
+  runScript,
+  send,
+  type StartedProcess,
+  startServerProcess
+} from "@petstore/test-support"
 
-const cli = fileURLToPath(new URL("../src/cli/keys.ts", import.meta.url))
+const cli = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 
-interface Outcome {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
+/** The server (`@petstore/server/main`) as its own process, on PGlite in memory. */
+interface RunningServer {
+  readonly baseUrl: string
+  readonly adminUrl: string
+  readonly createKey: StartedProcess["createKeyWithId"]
+  readonly stop: () => Promise<void>
 }
 
-/**
- * Runs `pnpm keys` as its own process. Asynchronously, because the server it
- * talks to runs in this process and must keep answering meanwhile.
- */
-const run = (args: ReadonlyArray<string>, env: Record<string, string>) =>
-  new Promise<Outcome>((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], {
-      env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...env },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-    child.on("error", reject)
-    child.on("close", (code) => resolve({ code, stdout, stderr }))
-  })
+const startServer = async (): Promise<RunningServer> => {
+  const started = await startServerProcess({ DATA_DIR: ":memory:" })
+  return { baseUrl: `${started.origin}/v1`, adminUrl: started.admin, createKey: started.createKeyWithId, stop: started.server.stop }
+}
+
+/** Runs `pnpm keys` as its own process. */
+const run = (args: ReadonlyArray<string>, env: Record<string, string>) => runScript(cli, args, { NO_COLOR: "1", ...env })
 
 describe("pnpm keys", () => {
   let server: RunningServer
@@ -37,7 +34,7 @@ describe("pnpm keys", () => {
   const created: { id: string; key: string } = { id: "", key: "" }
 
   beforeAll(async () => {
-    server = await startServer("pglite")
+    server = await startServer()
   })
   afterAll(() => server?.stop())
 

@@ -1,1 +1,0 @@
-export { freePort, type ServerProcess, spawnServer } from "@petstore/test-support"

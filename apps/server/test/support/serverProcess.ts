@@ -1,8 +1,0 @@
-export {
-  ADMIN_TOKEN,
-  eventually,
-  startServerProcess,
-  type StartedProcess,
-  tryConnect,
-  waitForExit
-} from "@petstore/test-support"
