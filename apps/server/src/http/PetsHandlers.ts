@@ -5,16 +5,15 @@ import {
   type NewPet,
   NotFound,
   type Pet,
-  PetstoreApi,
-  ServiceUnavailable
+  PetstoreApi
 } from "@petstore/contract"
 import { Effect, Option } from "effect"
 import { createHash } from "node:crypto"
 import { RequestCaller } from "../auth/ApiKeyAuth.ts"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
-import type { DatabaseError } from "../db/Database.ts"
 import { Pets } from "../pets/Pets.ts"
+import { dieOnDatabaseError } from "./errors.ts"
 import { decodeCursor, encodeCursor } from "./pagination.ts"
 import { PublicUrl } from "./PublicUrl.ts"
 
@@ -31,12 +30,6 @@ const created = (pet: Pet, replayed: boolean) =>
 const inFlight = new IdempotencyKeyInFlight({
   message: "A request with this Idempotency-Key is still being processed; retry shortly"
 })
-
-/** An outage is the documented 503; any other database failure is a bug, answered 500 by the edge. */
-const unavailable = (error: DatabaseError) =>
-  error.unavailable
-    ? Effect.fail(new ServiceUnavailable({ message: "The database is unavailable; retry shortly" }))
-    : Effect.die(error)
 
 export const PetsHandlers = HttpApiBuilder.group(
   PetstoreApi,
@@ -74,7 +67,7 @@ export const PetsHandlers = HttpApiBuilder.group(
           const after = yield* decodeCursor(query.cursor)
           const limit = query.limit ?? DEFAULT_PAGE_SIZE
           const page = yield* pets.list({ limit, status: query.status, after }).pipe(
-            Effect.catchTag("DatabaseError", unavailable)
+            dieOnDatabaseError
           )
           const link = Option.map(page.nextAfter, (afterId) => {
             const params = new URLSearchParams({ limit: String(limit) })
@@ -90,10 +83,10 @@ export const PetsHandlers = HttpApiBuilder.group(
       .handle("createPet", ({ payload, headers }) =>
         (headers["idempotency-key"] === undefined
           ? Effect.map(pets.create(payload), (pet) => created(pet, false))
-          : createOnce(payload, headers["idempotency-key"])).pipe(Effect.catchTag("DatabaseError", unavailable)))
+          : createOnce(payload, headers["idempotency-key"])).pipe(dieOnDatabaseError))
       .handle("getPet", ({ params }) =>
         pets.get(params.petId).pipe(
-          Effect.catchTag("DatabaseError", unavailable),
+          dieOnDatabaseError,
           Effect.flatMap(Option.match({
             onNone: () => Effect.fail(new NotFound({ message: `No pet has id ${params.petId}` })),
             onSome: Effect.succeed

@@ -1,5 +1,5 @@
-import { CostsNoQuota, GET_PET_SUNSET, PetstoreApi } from "@petstore/contract"
-import { Cause, Context, Effect, Option } from "effect"
+import { CostsNoQuota, GET_PET_SUNSET, MethodNotAllowed, NotFound, PetstoreApi, RateLimited } from "@petstore/contract"
+import { Context, Effect, Option } from "effect"
 import { type HttpMethod, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { METHODS } from "node:http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
@@ -7,15 +7,11 @@ import { bearerChallenge, RequestCaller } from "../auth/ApiKeyAuth.ts"
 import { ApiKeys } from "../auth/ApiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { Quota, type QuotaDecision, RequestQuota } from "../quota/Quota.ts"
-import { errorResponse, renderCause, SERVICE_UNAVAILABLE_RETRY_SECONDS } from "./errors.ts"
+import { answerEveryFailure, errorResponse } from "./errors.ts"
 import { rateLimitHeaders, retryAfterSeconds } from "./rateLimitHeaders.ts"
 import { CurrentRequestFacts } from "./requestLog.ts"
 import { recordQuotaRefusal } from "../observability/metrics.ts"
 import { allowedMethods, type ApiRoutes, routeTable } from "./routeTable.ts"
-
-/** Whatever a route leaves unanswered (defects, outages) still gets the Error shape. */
-const answerEveryFailure = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-  Effect.catchCause(httpEffect, (cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : renderCause(cause))
 
 /** RFC 9745 `Deprecation` (the date it took effect) and RFC 8594 `Sunset`, with the successor. */
 export const DEPRECATED_SINCE = new Date("2026-11-22T00:00:00Z")
@@ -31,12 +27,11 @@ const v1ResponseHeaders = { "cache-control": "no-store", "x-content-type-options
 const tooManyRequests = (decision: QuotaDecision) =>
   errorResponse(
     Option.isSome(decision.bannedUntil)
-      ? {
+      ? new RateLimited({
         code: "api_key_banned",
-        status: 429,
         message: "This API key kept sending while rate limited and is banned for a while; honour Retry-After"
-      }
-      : { code: "rate_limited", status: 429, message: "Rate limit exceeded; retry after the number of seconds in Retry-After" },
+      })
+      : new RateLimited({ code: "rate_limited", message: "Rate limit exceeded; retry after the number of seconds in Retry-After" }),
     { "retry-after": String(retryAfterSeconds(decision)) }
   )
 
@@ -44,7 +39,7 @@ const tooManyRequests = (decision: QuotaDecision) =>
 const requestPath = (request: HttpServerRequest.HttpServerRequest) => request.url.split("?")[0]!
 
 const noOperation = (request: HttpServerRequest.HttpServerRequest) =>
-  errorResponse({ code: "not_found", status: 404, message: `No operation at ${request.method} ${requestPath(request)}` })
+  errorResponse(new NotFound({ message: `No operation at ${request.method} ${requestPath(request)}` }))
 
 /**
  * The router gives a parameter an empty segment (`/v1/pets/` matches
@@ -122,11 +117,7 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
         HttpRouter.RouteContext.useSync(({ params, route }) =>
           HttpServerResponse.setHeaders(response, {
             ...v1ResponseHeaders,
-            ...(deprecated.has(route.path) && !emptyParameter(params) ? deprecationHeaders : {}),
-            // A 503 raised by a handler (the database failed mid-request) asks for the same wait as one raised here.
-            ...(response.status === 503 && response.headers["retry-after"] === undefined
-              ? { "retry-after": String(SERVICE_UNAVAILABLE_RETRY_SECONDS) }
-              : {})
+            ...(deprecated.has(route.path) && !emptyParameter(params) ? deprecationHeaders : {})
           })
         )
       )
@@ -174,7 +165,7 @@ export const unmatchedRoutes = (api: ApiRoutes, prefix: `/${string}`) => {
     return Effect.succeed(
       allow.length > 0 && !allow.includes(request.method)
         ? errorResponse(
-          { code: "method_not_allowed", status: 405, message: `${request.method} is not allowed on ${path}; use ${allow.join(", ")}` },
+          new MethodNotAllowed({ message: `${request.method} is not allowed on ${path}; use ${allow.join(", ")}` }),
           { allow: allow.join(", ") }
         )
         : noOperation(request)

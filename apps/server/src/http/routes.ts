@@ -1,4 +1,4 @@
-import { AdminApi, API_BASE_PATH, documentedPetstoreApi, PetstoreApi } from "@petstore/contract"
+import { AdminApi, API_BASE_PATH, documentedPetstoreApi, PetstoreApi, Unauthorized } from "@petstore/contract"
 import { Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar, HttpApiSecurity, OpenApi } from "effect/http-api"
@@ -9,7 +9,7 @@ import { prometheusText } from "../observability/metrics.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
 import { AdminHandlers } from "./AdminHandlers.ts"
 import { adminEdge, unmatchedRoutes, v1Edge } from "./edge.ts"
-import { errorResponse, SERVICE_UNAVAILABLE_RETRY_SECONDS } from "./errors.ts"
+import { databaseUnavailable, errorResponse } from "./errors.ts"
 import { PetsHandlers } from "./PetsHandlers.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
 import { requestLog } from "./requestLog.ts"
@@ -70,12 +70,7 @@ const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
     db.query(sql`SELECT 1`).pipe(
       Effect.timeout("2 seconds"),
       Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready", store: db.kind })),
-      Effect.orElseSucceed(() =>
-        errorResponse(
-          { code: "service_unavailable", status: 503, message: "The database does not answer" },
-          { "retry-after": String(SERVICE_UNAVAILABLE_RETRY_SECONDS) }
-        )
-      )
+      Effect.orElseSucceed(() => errorResponse(databaseUnavailable))
     )
   )
 }))
@@ -91,7 +86,7 @@ const MetricsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {
     "/metrics",
     Effect.gen(function*() {
       if (!metricsPublic && !isAdminToken(adminToken, yield* bearerCredential)) {
-        return errorResponse({ code: "unauthorized", status: 401, message: "A valid admin token is required" })
+        return errorResponse(new Unauthorized({ message: "A valid admin token is required" }))
       }
       return HttpServerResponse.text(yield* prometheusText, { contentType: "text/plain; version=0.0.4" })
     })
