@@ -5,7 +5,7 @@ import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { createServer } from "node:http"
 import { createServer as createProbe, type Server } from "node:net"
 import { ApiKeys } from "./auth/ApiKeys.ts"
-import { AppConfig, type AppConfigValues, describeConfig, StartupError } from "./config.ts"
+import { AppConfig, type AppConfigValues, describeConfig, quotaStoreKind, StartupError } from "./config.ts"
 import { Database } from "./db/Database.ts"
 import { answerClientError } from "./http/clientError.ts"
 import { renderUnrouted } from "./http/errors.ts"
@@ -13,7 +13,7 @@ import { PublicUrl } from "./http/PublicUrl.ts"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.ts"
 import { AdminRoutes, PublicRoutes } from "./http/routes.ts"
 import { Pets } from "./pets/Pets.ts"
-import { Quota, quotaStoreKind } from "./quota/Quota.ts"
+import { Quota } from "./quota/Quota.ts"
 
 /** Where the listeners ended up (a port of 0 picks a free one). */
 export class ListenAddresses extends Context.Service<ListenAddresses, {
