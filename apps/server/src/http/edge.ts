@@ -1,4 +1,4 @@
-import { CostsNoQuota, GET_PET_SUNSET, MethodNotAllowed, NotFound, PetstoreApi, RateLimited } from "@petstore/contract"
+import { CostsNoQuota, getPetDeprecationHeaders, MethodNotAllowed, NotFound, PetstoreApi, RateLimited } from "@petstore/contract"
 import { Context, Effect, Option } from "effect"
 import { type HttpMethod, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { METHODS } from "node:http"
@@ -12,14 +12,6 @@ import { rateLimitHeaders, retryAfterSeconds } from "./rateLimitHeaders.ts"
 import { CurrentRequestFacts } from "./requestLog.ts"
 import { recordQuotaRefusal } from "../observability/metrics.ts"
 import { allowedMethods, type ApiRoutes, routeTable } from "./routeTable.ts"
-
-/** RFC 9745 `Deprecation` (the date it took effect) and RFC 8594 `Sunset`, with the successor. */
-export const DEPRECATED_SINCE = new Date("2026-11-22T00:00:00Z")
-const deprecationHeaders = {
-  deprecation: `@${DEPRECATED_SINCE.getTime() / 1000}`,
-  sunset: GET_PET_SUNSET.toUTCString(),
-  link: "</v1/pets>; rel=\"successor-version\""
-}
 
 /** API answers are personal and typed: never cached by intermediaries, never sniffed as another type. */
 const v1ResponseHeaders = { "cache-control": "no-store", "x-content-type-options": "nosniff" }
@@ -117,7 +109,7 @@ export const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(f
         HttpRouter.RouteContext.useSync(({ params, route }) =>
           HttpServerResponse.setHeaders(response, {
             ...v1ResponseHeaders,
-            ...(deprecated.has(route.path) && !emptyParameter(params) ? deprecationHeaders : {})
+            ...(deprecated.has(route.path) && !emptyParameter(params) ? getPetDeprecationHeaders : {})
           })
         )
       )
