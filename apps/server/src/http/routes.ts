@@ -8,11 +8,30 @@ import { Database, sql } from "../db/Database.ts"
 import { prometheusText } from "../observability/metrics.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
 import { AdminHandlers } from "./AdminHandlers.ts"
-import { adminEdge, unmatchedRoutes, v1Edge } from "./edge.ts"
 import { databaseUnavailable, errorResponse } from "./errors.ts"
 import { PetsHandlers } from "./PetsHandlers.ts"
+import { quotaAdmission } from "./quotaAdmission.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
 import { requestLog } from "./requestLog.ts"
+import { adminResponseHeaders, v1ResponseHeaders } from "./responseHeaders.ts"
+import { emptyParameterIsUnknownPath, unmatchedRoutes } from "./unmatchedRoutes.ts"
+
+/**
+ * Route middleware of everything under `/v1`, outermost first: the answer's
+ * headers (and the Error shape of whatever failed), quota admission, then the
+ * route, where a path with an empty parameter is an unknown path.
+ */
+const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(function*() {
+  const headers = yield* v1ResponseHeaders
+  const admission = yield* quotaAdmission
+  return (route: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>) =>
+    headers(admission(emptyParameterIsUnknownPath(route)))
+})).layer
+
+/** Route middleware of the admin API: its headers (and the Error shape of whatever failed), then the route. */
+const adminEdge = HttpRouter.middleware<{ handles: unknown }>()(
+  (route: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>) => adminResponseHeaders(emptyParameterIsUnknownPath(route))
+).layer
 
 /** Everything under `/v1` that answers to API keys. */
 const V1Routes = Layer.mergeAll(
