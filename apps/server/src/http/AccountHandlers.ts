@@ -1,8 +1,8 @@
-import { PetstoreApi, type QuotaWindow, type RateLimitStatus } from "@petstore/contract"
+import { CurrentApiKey, PetstoreApi, type QuotaWindow, type RateLimitStatus } from "@petstore/contract"
 import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { RequestCaller } from "../auth/ApiKeyAuth.ts"
-import { type QuotaDecision, RequestQuota, type WindowState } from "../quota/Quota.ts"
+import type { QuotaDecision, WindowState } from "../quota/Quota.ts"
+import { currentAdmission } from "./quotaAdmission.ts"
 
 const toWindow = (window: WindowState): QuotaWindow => ({
   limit: window.limit,
@@ -23,9 +23,8 @@ export const AccountHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     return handlers.handle("rateLimit", () =>
       Effect.gen(function*() {
-        // ApiKeyAuth admitted the request, so the edge found its key and looked at its windows.
-        const key = Option.getOrThrow(yield* RequestCaller)
-        const decision = Option.getOrThrow(yield* RequestQuota)
+        const key = yield* CurrentApiKey
+        const { decision } = yield* currentAdmission
         return { plan: key.plan, ...quotaReport(decision) } satisfies RateLimitStatus
       }))
   })

@@ -1,4 +1,5 @@
 import {
+  CurrentApiKey,
   DEFAULT_PAGE_SIZE,
   IdempotencyKeyInFlight,
   IdempotencyKeyReused,
@@ -9,7 +10,6 @@ import {
 } from "@petstore/contract"
 import { Effect, Option } from "effect"
 import { createHash } from "node:crypto"
-import { RequestCaller } from "../auth/ApiKeyAuth.ts"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { Pets } from "../pets/Pets.ts"
@@ -41,7 +41,7 @@ export const PetsHandlers = HttpApiBuilder.group(
 
     /** A create that a retry with the same Idempotency-Key answers again instead of repeating. */
     const createOnce = Effect.fn("createOnce")(function*(pet: NewPet, key: string) {
-      const apiKeyId = Option.getOrThrow(yield* RequestCaller).id
+      const apiKeyId = (yield* CurrentApiKey).id
       const claim = yield* idempotencyKeys.claim({ apiKeyId, key }, requestHash(pet))
       switch (claim._tag) {
         case "Claimed": {

@@ -1,14 +1,13 @@
 import { API_BASE_PATH, PetstoreApi, RateLimited } from "@petstore/contract"
-import { Effect, Option } from "effect"
+import { Context, Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
-import { RequestCaller } from "../auth/ApiKeyAuth.ts"
-import { ApiKeys } from "../auth/ApiKeys.ts"
+import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { recordQuotaRefusal } from "../observability/metrics.ts"
-import { Quota, type QuotaDecision, RequestQuota } from "../quota/Quota.ts"
+import { Quota, type QuotaDecision } from "../quota/Quota.ts"
 import { answerEveryFailure, errorResponse } from "./errors.ts"
-import { rateLimitHeaders, retryAfterSeconds } from "./rateLimitHeaders.ts"
+import { rateLimitHeaders } from "./rateLimitHeaders.ts"
 import { CurrentRequestFacts } from "./requestLog.ts"
 import { routeTable } from "./routeTable.ts"
 
@@ -18,22 +17,52 @@ const clientAddress = (request: HttpServerRequest.HttpServerRequest, trustProxy:
   return forwarded || Option.getOrElse(request.remoteAddress, () => "unknown")
 }
 
-const tooManyRequests = (decision: QuotaDecision) =>
-  errorResponse(
-    Option.isSome(decision.bannedUntil)
-      ? new RateLimited({
-        code: "api_key_banned",
-        message: "This API key kept sending while rate limited and is banned for a while; honour Retry-After"
-      })
-      : new RateLimited({ code: "rate_limited", message: "Rate limit exceeded; retry after the number of seconds in Retry-After" }),
-    { "retry-after": String(retryAfterSeconds(decision)) }
-  )
+/** Why a request over its quota is refused: a ban, or a spent window. */
+const rateLimited = (decision: QuotaDecision) =>
+  Option.isSome(decision.bannedUntil)
+    ? new RateLimited({
+      code: "api_key_banned",
+      message: "This API key kept sending while rate limited and is banned for a while; honour Retry-After"
+    })
+    : new RateLimited({ code: "rate_limited", message: "Rate limit exceeded; retry after the number of seconds in Retry-After" })
+
+/**
+ * What quota admission decided for the current `/v1` request. The caller is
+ * identified here, before routing, because every request under `/v1` spends
+ * quota, unknown paths included; `ApiKeyAuth` then only judges the caller.
+ */
+export interface Admission {
+  /** The live key the bearer credential named; none without one, when the client's address spent its quota. */
+  readonly key: Option.Option<ApiKey>
+  readonly decision: QuotaDecision
+  /** The error the request is refused with when it may not go on; none when it was admitted. */
+  readonly refusal: Option.Option<RateLimited>
+}
+
+export class CurrentAdmission extends Context.Service<CurrentAdmission, Admission>()(
+  "@petstore/server/http/CurrentAdmission"
+) {}
+
+/**
+ * The current request's admission, for `ApiKeyAuth` and the handlers that
+ * report quota. HttpApi builds an operation's services once, with its routes,
+ * so an operation cannot require this per-request service in its type; every
+ * route under `/v1` runs inside quota admission, so its absence is a wiring bug.
+ */
+export const currentAdmission = Effect.serviceOption(CurrentAdmission).pipe(
+  Effect.flatMap(Option.match({
+    onSome: Effect.succeed,
+    onNone: () => Effect.die(new Error("No quota admission: a /v1 route runs outside quotaAdmission"))
+  }))
+)
 
 /**
  * Route middleware of every route under `/v1`, unknown paths included: every
  * such request spends quota. It identifies the caller once (a key, or else the
- * client's address), spends its quota, refuses with 429 when none is left,
- * and puts the rate-limit headers on every answer, errors included.
+ * client's address), spends its quota, hands the admission to the route
+ * (`CurrentAdmission`), and puts the rate-limit headers on every answer,
+ * errors included. A refused operation is answered by `ApiKeyAuth`, which
+ * declares the 429; a request that is no operation is refused here.
  */
 export const quotaAdmission = Effect.gen(function*() {
   const apiKeys = yield* ApiKeys
@@ -70,11 +99,10 @@ export const quotaAdmission = Effect.gen(function*() {
           Option.isSome(decision.bannedUntil) ? "api_key_banned" : "rate_limited"
         )
       }
-      const response = refused ? tooManyRequests(decision) : yield* httpEffect.pipe(
-        Effect.provideService(RequestCaller, key),
-        Effect.provideService(RequestQuota, Option.some(decision)),
-        answerEveryFailure
-      )
-      return HttpServerResponse.setHeaders(response, rateLimitHeaders(decision))
+      const admission: Admission = { key, decision, refusal: refused ? Option.some(rateLimited(decision)) : Option.none() }
+      const response = Option.isSome(admission.refusal) && Option.isNone(operation)
+        ? errorResponse(admission.refusal.value)
+        : yield* httpEffect.pipe(Effect.provideService(CurrentAdmission, admission), answerEveryFailure)
+      return HttpServerResponse.setHeaders(response, rateLimitHeaders(decision, refused))
     })
 })

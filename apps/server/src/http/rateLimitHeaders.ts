@@ -28,9 +28,10 @@ export const retryAfterSeconds = (decision: QuotaDecision): number => {
 /**
  * The one place rate-limit headers are written: `X-RateLimit-*` for the binding
  * window, and the IETF httpapi draft's `RateLimit-Policy` and `RateLimit` for
- * every window, so a client sees its daily quota without exhausting it.
+ * every window, so a client sees its daily quota without exhausting it; and
+ * `Retry-After` when the request was refused.
  */
-export const rateLimitHeaders = (decision: QuotaDecision): Record<string, string> => {
+export const rateLimitHeaders = (decision: QuotaDecision, refused: boolean): Record<string, string> => {
   const binding = bindingWindow(decision)
   const windows: Array<readonly [string, WindowState, number]> = [
     ["minute", decision.minute, 60],
@@ -43,6 +44,7 @@ export const rateLimitHeaders = (decision: QuotaDecision): Record<string, string
     "ratelimit-policy": windows.map(([name, window, length]) => `"${name}";q=${window.limit};w=${length}`).join(", "),
     ratelimit: windows
       .map(([name, window]) => `"${name}";r=${window.remaining};t=${Math.max(0, seconds(window.resetAt - decision.now))}`)
-      .join(", ")
+      .join(", "),
+    ...(refused ? { "retry-after": String(retryAfterSeconds(decision)) } : {})
   }
 }

@@ -116,8 +116,3 @@ export class Quota extends Context.Service<Quota, {
     return Quota.layer.pipe(Layer.provide(kind === "postgres" ? QuotaStore.postgres : QuotaStore.memory))
   }))
 }
-
-/** The decision the `/v1` edge made for the current request, for handlers that report it. */
-export const RequestQuota = Context.Reference<Option.Option<QuotaDecision>>("@petstore/server/quota/RequestQuota", {
-  defaultValue: () => Option.none()
-})
