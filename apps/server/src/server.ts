@@ -12,6 +12,7 @@ import { renderUnrouted } from "./http/errors.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.ts"
 import { AdminRoutes, PublicRoutes } from "./http/routes.ts"
+import { PetCreation } from "./pets/PetCreation.ts"
 import { Pets } from "./pets/Pets.ts"
 import { Quota } from "./quota/Quota.ts"
 
@@ -133,9 +134,12 @@ const Listeners = Layer.effect(
   })
 )
 
-const Services = Layer.mergeAll(Pets.layer, ApiKeys.layer, IdempotencyKeys.layer, Quota.layerFromConfig, PublicUrl.layer).pipe(
-  Layer.provideMerge(Database.layer)
-)
+const Services = Layer.mergeAll(
+  PetCreation.layer.pipe(Layer.provideMerge(Layer.mergeAll(Pets.layer, IdempotencyKeys.layer))),
+  ApiKeys.layer,
+  Quota.layerFromConfig,
+  PublicUrl.layer
+).pipe(Layer.provideMerge(Database.layer))
 
 const LogConfig = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig

@@ -1,6 +1,8 @@
+import type { QuotaWindow } from "@petstore/contract"
 import { Option } from "effect"
 import type { QuotaDecision, WindowState } from "../quota/Quota.ts"
 
+/** Whole seconds, rounded up: Unix times of resets and ban ends, and waits, as the wire shows them. */
 const seconds = (millis: number) => Math.ceil(millis / 1000)
 
 /** The window a client runs into first: the one with fewer requests left; on a tie, the minute. */
@@ -48,3 +50,16 @@ export const rateLimitHeaders = (decision: QuotaDecision, refused: boolean): Rec
     ...(refused ? { "retry-after": String(retryAfterSeconds(decision)) } : {})
   }
 }
+
+const toWindow = (window: WindowState): QuotaWindow => ({
+  limit: window.limit,
+  remaining: window.remaining,
+  reset: seconds(window.resetAt)
+})
+
+/** A key's quota as the wire shows it, in `GET /v1/rate_limit` and in the admin API's usage report. */
+export const quotaReport = (decision: QuotaDecision) => ({
+  minute: toWindow(decision.minute),
+  day: toWindow(Option.getOrElse(decision.day, () => decision.minute)),
+  ban: Option.match(decision.bannedUntil, { onNone: () => null, onSome: (until) => ({ until: seconds(until) }) })
+})
