@@ -9,7 +9,7 @@ import { Quota, type QuotaDecision } from "../quota/Quota.ts"
 import { answerEveryFailure, errorResponse } from "./errors.ts"
 import { rateLimitHeaders } from "./rateLimitHeaders.ts"
 import { CurrentRequestFacts } from "./requestLog.ts"
-import { routeTable } from "./routeTable.ts"
+import { type Operation, routeTable } from "./routeTable.ts"
 
 /** `X-Forwarded-For` names the client only behind a proxy the operator trusts (`TRUST_PROXY`). */
 const clientAddress = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean) => {
@@ -28,8 +28,8 @@ const rateLimited = (decision: QuotaDecision) =>
 
 /**
  * What quota admission decided for the current `/v1` request. The caller is
- * identified here, before routing, because every request under `/v1` spends
- * quota, unknown paths included; `ApiKeyAuth` then only judges the caller.
+ * identified here, outside any operation, because every request under `/v1`
+ * spends quota, unknown paths included; `ApiKeyAuth` then only judges the caller.
  */
 export interface Admission {
   /** The live key the bearer credential named; none without one, when the client's address spent its quota. */
@@ -71,38 +71,43 @@ export const quotaAdmission = Effect.gen(function*() {
   const table = yield* routeTable(PetstoreApi)
   const bearerCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
 
+  /** An operation that costs no quota is only looked at for a ban, and only for a key: an address always pays. */
+  const admit = Effect.fn("quotaAdmission.admit")(function*(operation: Option.Option<Operation>) {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const facts = yield* CurrentRequestFacts
+    facts.route = Option.match(operation, { onNone: () => `${API_BASE_PATH}/*`, onSome: ({ path }) => path })
+    const key = yield* apiKeys.authenticate(yield* bearerCredential)
+    if (Option.isSome(key)) Object.assign(facts, { keyId: key.value.id, plan: key.value.plan })
+    const subject = Option.match(key, {
+      onSome: quota.keySubject,
+      onNone: () => quota.addressSubject(clientAddress(request, trustProxy))
+    })
+    const costsNothing = Option.isSome(key) && Option.exists(operation, ({ costsNoQuota }) => costsNoQuota)
+    const decision = yield* (costsNothing ? quota.peek(subject) : quota.admit(subject))
+    const refused = costsNothing ? Option.isSome(decision.bannedUntil) : !decision.admitted
+    facts.quota = Option.isSome(decision.bannedUntil)
+      ? "banned"
+      : refused
+      ? "limited"
+      : costsNothing
+      ? "not_spent"
+      : "admitted"
+    if (refused) {
+      yield* recordQuotaRefusal(
+        Option.match(key, { onNone: () => "anonymous", onSome: (key) => key.plan }),
+        Option.isSome(decision.bannedUntil) ? "api_key_banned" : "rate_limited"
+      )
+    }
+    return { key, decision, refusal: refused ? Option.some(rateLimited(decision)) : Option.none() } satisfies Admission
+  })
+
   return <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
       const operation = table.matched(yield* HttpRouter.RouteContext)
-      const facts = yield* CurrentRequestFacts
-      facts.route = Option.match(operation, { onNone: () => `${API_BASE_PATH}/*`, onSome: ({ path }) => path })
-      const key = yield* apiKeys.authenticate(yield* bearerCredential)
-      if (Option.isSome(key)) Object.assign(facts, { keyId: key.value.id, plan: key.value.plan })
-      const subject = Option.match(key, {
-        onSome: quota.keySubject,
-        onNone: () => quota.addressSubject(clientAddress(request, trustProxy))
-      })
-      const costsNothing = Option.isSome(key) && Option.exists(operation, ({ costsNoQuota }) => costsNoQuota)
-      const decision = yield* (costsNothing ? quota.peek(subject) : quota.admit(subject))
-      const refused = costsNothing ? Option.isSome(decision.bannedUntil) : !decision.admitted
-      facts.quota = Option.isSome(decision.bannedUntil)
-        ? "banned"
-        : refused
-        ? "limited"
-        : costsNothing
-        ? "not_spent"
-        : "admitted"
-      if (refused) {
-        yield* recordQuotaRefusal(
-          Option.match(key, { onNone: () => "anonymous", onSome: (key) => key.plan }),
-          Option.isSome(decision.bannedUntil) ? "api_key_banned" : "rate_limited"
-        )
-      }
-      const admission: Admission = { key, decision, refusal: refused ? Option.some(rateLimited(decision)) : Option.none() }
+      const admission = yield* admit(operation)
       const response = Option.isSome(admission.refusal) && Option.isNone(operation)
         ? errorResponse(admission.refusal.value)
         : yield* httpEffect.pipe(Effect.provideService(CurrentAdmission, admission), answerEveryFailure)
-      return HttpServerResponse.setHeaders(response, rateLimitHeaders(decision, refused))
+      return HttpServerResponse.setHeaders(response, rateLimitHeaders(admission.decision, Option.isSome(admission.refusal)))
     })
 })
