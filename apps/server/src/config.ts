@@ -4,8 +4,8 @@ const Host = Config.String
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { expected: "a whole number, 0 or more" }))
 
-/** Everything the server reads from its environment, read and checked once at start-up. */
-export const AppConfigShape = Config.all({
+/** Everything the server reads from its environment, each variable checked on its own. */
+const EnvironmentShape = Config.all({
   port: Config.Port("PORT").pipe(Config.withDefault(8080)),
   host: Host("HOST").pipe(Config.withDefault("0.0.0.0")),
   adminHost: Host("ADMIN_HOST").pipe(Config.withDefault("127.0.0.1")),
@@ -45,11 +45,36 @@ export const AppConfigShape = Config.all({
   shutdownDrainSeconds: Config.schema(NonNegativeInt, "SHUTDOWN_DRAIN_SECONDS").pipe(Config.withDefault(0))
 })
 
-export type AppConfigValues = Config.Success<typeof AppConfigShape>
+export type AppConfigValues = Config.Success<typeof EnvironmentShape>
+
+/** Where quota counts live: the store follows the database unless `QUOTA_STORE` says otherwise. */
+export const quotaStoreKind = (config: AppConfigValues): "memory" | "postgres" =>
+  Option.getOrElse(config.quotaStore, () => Option.isSome(config.databaseUrl) ? "postgres" : "memory")
+
+/**
+ * Each process counts in-memory quotas apart, so more than one worker needs
+ * the shared PostgreSQL store. A configuration that asks for both is refused
+ * like an invalid value: one line naming WORKERS.
+ */
+const workersShareTheirQuotas = (config: AppConfigValues): Config.Config<AppConfigValues> =>
+  config.workers > 1 && quotaStoreKind(config) !== "postgres"
+    ? Config.fail(
+      new Schema.SchemaError(
+        new SchemaIssue.Pointer(
+          ["WORKERS"],
+          new SchemaIssue.InvalidValue({
+            message: `${config.workers} processes need the shared PostgreSQL quota store (set DATABASE_URL); ` +
+              "the in-memory store would count each process's quotas apart"
+          })
+        )
+      )
+    )
+    : Config.succeed(config)
+
+/** The configuration, read and checked once at start-up: every variable, then the rules that join them. */
+export const AppConfigShape = EnvironmentShape.pipe(Config.flatMap(workersShareTheirQuotas))
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigValues>()("@petstore/server/AppConfig") {
-  static readonly layer = Layer.effect(AppConfig, AppConfigShape)
-
   /** For tests: the defaults, with some values replaced. */
   static readonly layerWith = (overrides: Partial<AppConfigValues>) =>
     Layer.effect(

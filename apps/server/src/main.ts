@@ -6,7 +6,6 @@ import { Cause, Effect, Exit, Layer, Runtime } from "effect"
 import cluster from "node:cluster"
 import { stopWithPrimary, superviseWorkers } from "./cluster.ts"
 import { AppConfig, AppConfigShape, formatConfigError } from "./config.ts"
-import { quotaStoreKind } from "./quota/Quota.ts"
 import { checkListeners, ServerLive } from "./server.ts"
 
 /** One line naming the cause, for the operator; no stack trace, which would only bury it. */
@@ -20,12 +19,6 @@ const refuseToStart = (line: string) => stop(2, `invalid configuration: ${line}`
 
 const main = Effect.gen(function*() {
   const config = yield* AppConfigShape
-  if (config.workers > 1 && quotaStoreKind(config) !== "postgres") {
-    return yield* refuseToStart(
-      `WORKERS: ${config.workers} processes need the shared PostgreSQL quota store (set DATABASE_URL); ` +
-        "the in-memory store would count each process's quotas apart"
-    )
-  }
   // Workers share the ports through the primary, which has checked them already.
   if (cluster.isPrimary) yield* checkListeners(config)
   if (config.workers > 1 && cluster.isPrimary) return yield* superviseWorkers(config.workers)

@@ -5,7 +5,7 @@ import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { createServer } from "node:http"
 import { createServer as createProbe, type Server } from "node:net"
 import { ApiKeys } from "./auth/ApiKeys.ts"
-import { AppConfig, type AppConfigValues, describeConfig, StartupError } from "./config.ts"
+import { AppConfig, type AppConfigValues, describeConfig, quotaStoreKind, StartupError } from "./config.ts"
 import { Database } from "./db/Database.ts"
 import { DrainBeforeClosing, Draining } from "./drain.ts"
 import { answerClientError } from "./http/clientError.ts"
@@ -13,8 +13,9 @@ import { renderUnrouted } from "./http/errors.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.ts"
 import { AdminRoutes, PublicRoutes } from "./http/routes.ts"
+import { PetCreation } from "./pets/PetCreation.ts"
 import { Pets } from "./pets/Pets.ts"
-import { Quota, quotaStoreKind } from "./quota/Quota.ts"
+import { Quota } from "./quota/Quota.ts"
 
 /** Where the listeners ended up (a port of 0 picks a free one). */
 export class ListenAddresses extends Context.Service<ListenAddresses, {
@@ -135,15 +136,12 @@ const Listeners = Layer.effect(
 )
 
 const Services = Layer.mergeAll(
-  Pets.layer,
+  PetCreation.layer.pipe(Layer.provideMerge(Layer.mergeAll(Pets.layer, IdempotencyKeys.layer))),
   ApiKeys.layer,
-  IdempotencyKeys.layer,
   Quota.layerFromConfig,
   PublicUrl.layer,
   Draining.layer
-).pipe(
-  Layer.provideMerge(Database.layer)
-)
+).pipe(Layer.provideMerge(Database.layer))
 
 const LogConfig = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig

@@ -32,6 +32,7 @@
  * the anonymous limit (60/min per address by default) is raised for this server
  * because the Authorization property sends hundreds of requests without a valid key.
  */
+import { errorStatusByCode } from "@petstore/contract"
 import fc from "fast-check"
 import { METHODS } from "node:http"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
@@ -42,19 +43,8 @@ const MAX_BODY_BYTES = 16 * 1024
 const STATUSES = ["available", "pending", "sold"] as const
 const MAX_SAFE = 2n ** 53n - 1n
 
-/** The README's error table: the status each code goes with. */
-const statusOfCode: Record<string, number> = {
-  invalid_request: 400,
-  unauthorized: 401,
-  not_found: 404,
-  method_not_allowed: 405,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  rate_limited: 429,
-  api_key_banned: 429,
-  service_unavailable: 503,
-  internal_error: 500
-}
+/** The README's error table, as the contract states it: the status each code goes with. */
+const statusOfCode: Record<string, number> = errorStatusByCode
 
 let server: RunningServer
 let origin: string

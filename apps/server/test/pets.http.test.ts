@@ -370,6 +370,14 @@ describeOnEachBackend("pets API", ({ name }) => {
       expect(answer.headers.get("allow")).toBe(allow)
     })
 
+    it("judges a percent-encoded path as the router does: GET /v1/%70ets lists pets, DELETE /v1/%70ets answers 405", async () => {
+      const list = await sendRaw(origin(), { method: "GET", path: "/v1/%70ets", headers: bearer(key) })
+      expect(list.status, list.text).toBe(200)
+      const refused = await sendRaw(origin(), { method: "DELETE", path: "/v1/%70ets", headers: bearer(key) })
+      expectError(refused, 405, "method_not_allowed")
+      expect(refused.headers.get("allow")).toBe("GET, POST, HEAD")
+    })
+
     it.each(["DELETE", "TRACE"])("answers %s on a known path with the headers of every /v1 answer, with a key or without", async (method) => {
       for (const headers of [bearer(key), {}]) {
         const answer = await sendRaw(origin(), { method, path: "/v1/pets", headers })

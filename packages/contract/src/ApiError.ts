@@ -1,23 +1,30 @@
 import { Effect, Schema } from "effect"
 
 /**
+ * Every error code the service answers with, and the HTTP status it goes with:
+ * the one statement of the README's error table. The error classes below take
+ * their status from it; tests and the conformance suite read it from here.
+ */
+export const errorStatusByCode = {
+  invalid_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  idempotency_key_in_flight: 409,
+  idempotency_key_reused: 422,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  api_key_banned: 429,
+  service_unavailable: 503,
+  internal_error: 500
+} as const
+
+/**
  * Every error the service answers has this body: `{ code, message, status }`,
  * plus `details` on a 400 that names each offending field.
  */
-export const ErrorCode = Schema.Literals([
-  "invalid_request",
-  "unauthorized",
-  "not_found",
-  "method_not_allowed",
-  "idempotency_key_in_flight",
-  "idempotency_key_reused",
-  "payload_too_large",
-  "unsupported_media_type",
-  "rate_limited",
-  "api_key_banned",
-  "service_unavailable",
-  "internal_error"
-])
+export const ErrorCode = Schema.Literals(Object.keys(errorStatusByCode) as Array<keyof typeof errorStatusByCode>)
 export type ErrorCode = typeof ErrorCode.Type
 
 export const ErrorDetail = Schema.Struct({
@@ -51,54 +58,111 @@ export const ErrorBody = Schema.Struct({
 }).annotate({ identifier: "Error", description: "The body of every error answer" })
 export type ErrorBody = typeof ErrorBody.Type
 
-/** `code` and `status` fill themselves in: `new NotFound({ message })`. */
-const errorFields = <const Code extends ErrorCode, const Status extends number>(code: Code, status: Status) => ({
-  code: Schema.Literal(code).pipe(Schema.withConstructorDefault(Effect.succeed(code))),
-  message: Schema.String,
-  status: Schema.Literal(status).pipe(Schema.withConstructorDefault(Effect.succeed(status)))
-})
+/**
+ * `code` and `status` fill themselves in: `new NotFound({ message })`. The
+ * status is the table's; `Status` only names it for the type (it cannot be inferred through the lookup).
+ */
+const errorFields = <
+  const Code extends ErrorCode,
+  const Status extends number = (typeof errorStatusByCode)[Code]
+>(code: Code) => {
+  const status = errorStatusByCode[code] as number as Status
+  return {
+    code: Schema.Literal(code).pipe(Schema.withConstructorDefault(Effect.succeed(code))),
+    message: Schema.String,
+    status: Schema.Literal(status).pipe(Schema.withConstructorDefault(Effect.succeed(status)))
+  }
+}
 
 export class InvalidRequest extends Schema.Error<InvalidRequest>("InvalidRequest")(
-  { ...errorFields("invalid_request", 400), details: Schema.optionalKey(Schema.Array(ErrorDetail)) },
-  { httpApiStatus: 400, description: "The request is malformed: a missing or invalid field, parameter or body" }
+  { ...errorFields("invalid_request"), details: Schema.optionalKey(Schema.Array(ErrorDetail)) },
+  {
+    httpApiStatus: errorStatusByCode.invalid_request,
+    description: "The request is malformed: a missing or invalid field, parameter or body"
+  }
 ) {}
 
 export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(
-  errorFields("unauthorized", 401),
-  { httpApiStatus: 401, description: "The API key is missing, malformed, unknown or revoked" }
+  errorFields("unauthorized"),
+  { httpApiStatus: errorStatusByCode.unauthorized, description: "The API key is missing, malformed, unknown or revoked" }
 ) {}
 
 export class NotFound extends Schema.Error<NotFound>("NotFound")(
-  errorFields("not_found", 404),
-  { httpApiStatus: 404, description: "The requested resource does not exist" }
+  errorFields("not_found"),
+  { httpApiStatus: errorStatusByCode.not_found, description: "The requested resource does not exist" }
+) {}
+
+/** Answered by the server's routing, not by an operation: no operation of the contract declares it. */
+export class MethodNotAllowed extends Schema.Error<MethodNotAllowed>("MethodNotAllowed")(
+  errorFields("method_not_allowed"),
+  { httpApiStatus: errorStatusByCode.method_not_allowed, description: "The path exists, but not with this method; see Allow" }
 ) {}
 
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")(
-  errorFields("payload_too_large", 413),
-  { httpApiStatus: 413, description: "The request body is larger than the service accepts" }
+  errorFields("payload_too_large"),
+  { httpApiStatus: errorStatusByCode.payload_too_large, description: "The request body is larger than the service accepts" }
 ) {}
 
 export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")(
-  errorFields("unsupported_media_type", 415),
-  { httpApiStatus: 415, description: "The request body is not sent as application/json" }
+  errorFields("unsupported_media_type"),
+  { httpApiStatus: errorStatusByCode.unsupported_media_type, description: "The request body is not sent as application/json" }
 ) {}
 
 export class RateLimited extends Schema.Error<RateLimited>("RateLimited")(
-  { ...errorFields("rate_limited", 429), code: Schema.Literals(["rate_limited", "api_key_banned"]) },
-  { httpApiStatus: 429, description: "A request quota is exhausted or the key is temporarily banned; see Retry-After" }
+  { ...errorFields("rate_limited"), code: Schema.Literals(["rate_limited", "api_key_banned"]) },
+  {
+    httpApiStatus: errorStatusByCode.rate_limited,
+    description: "A request quota is exhausted or the key is temporarily banned; see Retry-After"
+  }
 ) {}
 
 export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("ServiceUnavailable")(
-  errorFields("service_unavailable", 503),
-  { httpApiStatus: 503, description: "A dependency of the service is unavailable; retry after Retry-After" }
+  errorFields("service_unavailable"),
+  {
+    httpApiStatus: errorStatusByCode.service_unavailable,
+    description: "A dependency of the service is unavailable; retry after Retry-After"
+  }
+) {}
+
+/** A bug, answered without detail (the server logs it). No operation declares it. */
+export class InternalError extends Schema.Error<InternalError>("InternalError")(
+  errorFields("internal_error"),
+  { httpApiStatus: errorStatusByCode.internal_error, description: "The service failed to handle the request" }
 ) {}
 
 export class IdempotencyKeyInFlight extends Schema.Error<IdempotencyKeyInFlight>("IdempotencyKeyInFlight")(
-  errorFields("idempotency_key_in_flight", 409),
-  { httpApiStatus: 409, description: "A request with this Idempotency-Key is still being processed; retry shortly" }
+  errorFields("idempotency_key_in_flight"),
+  {
+    httpApiStatus: errorStatusByCode.idempotency_key_in_flight,
+    description: "A request with this Idempotency-Key is still being processed; retry shortly"
+  }
 ) {}
 
 export class IdempotencyKeyReused extends Schema.Error<IdempotencyKeyReused>("IdempotencyKeyReused")(
-  errorFields("idempotency_key_reused", 422),
-  { httpApiStatus: 422, description: "This Idempotency-Key was used with a different request body" }
+  errorFields("idempotency_key_reused"),
+  {
+    httpApiStatus: errorStatusByCode.idempotency_key_reused,
+    description: "This Idempotency-Key was used with a different request body"
+  }
 ) {}
+
+/** Every error the service answers, each a class of its own. */
+export type ApiError =
+  | InvalidRequest
+  | Unauthorized
+  | NotFound
+  | MethodNotAllowed
+  | PayloadTooLarge
+  | UnsupportedMediaType
+  | RateLimited
+  | ServiceUnavailable
+  | InternalError
+  | IdempotencyKeyInFlight
+  | IdempotencyKeyReused
+
+/**
+ * An error's body as the wire carries it, encoded by the one `Error` schema:
+ * the body HttpApi writes for a declared error, for whatever answers an error
+ * outside an operation.
+ */
+export const errorBodyOf: (error: ApiError) => typeof ErrorBody.Encoded = Schema.encodeSync(ErrorBody)

@@ -1,5 +1,8 @@
+import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import type { ApiKeyId } from "./AdminApi.ts"
 import { InvalidRequest, PayloadTooLarge, RateLimited, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
+import type { Plan } from "./Plan.ts"
 
 /**
  * `Authorization: Bearer <token>`, declared with the scheme in lower case: the
@@ -9,11 +12,18 @@ import { InvalidRequest, PayloadTooLarge, RateLimited, Unauthorized, Unsupported
  */
 const bearer = HttpApiSecurity.http({ scheme: "bearer" })
 
+/** The API key an operation is called with: what `ApiKeyAuth` provides to every operation it guards. */
+export class CurrentApiKey extends Context.Service<CurrentApiKey, {
+  readonly id: ApiKeyId
+  readonly plan: Plan
+}>()("@petstore/contract/CurrentApiKey") {}
+
 /**
  * Bearer authentication with an API key (spec §5). Every request it admits
- * also spends quota (spec §8), so it answers 429 as well as 401.
+ * also spends quota (spec §8), so it answers 429 as well as 401. An operation
+ * behind it always has its `CurrentApiKey`.
  */
-export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth>()("@petstore/contract/ApiKeyAuth", {
+export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides: CurrentApiKey }>()("@petstore/contract/ApiKeyAuth", {
   security: { apiKey: bearer },
   error: [Unauthorized, RateLimited]
 }) {}

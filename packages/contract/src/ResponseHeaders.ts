@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import type { DocumentedHeader } from "./OpenApiDocument.ts"
-import { GET_PET_SUNSET } from "./Versioning.ts"
+import { getPetDeprecationHeaders } from "./Versioning.ts"
 
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -56,15 +56,15 @@ export const responseHeaders = {
     description: "The request's id: the client's `X-Request-Id` when it is 1–128 characters of `[A-Za-z0-9._:-]`, else a new one"
   },
   "Deprecation": {
-    schema: Schema.String.check(Schema.isPattern(/^@[0-9]+$/u)).annotate({ examples: ["@1795305600"] }),
+    schema: Schema.String.check(Schema.isPattern(/^@[0-9]+$/u)).annotate({ examples: [getPetDeprecationHeaders.deprecation] }),
     description: "RFC 9745: the Unix time at which this operation was deprecated"
   },
   "Sunset": {
-    schema: Schema.Literal(GET_PET_SUNSET.toUTCString()),
+    schema: Schema.Literal(getPetDeprecationHeaders.sunset),
     description: "RFC 8594: when this operation will be removed"
   },
   "Link": {
-    schema: Schema.Literal("</v1/pets>; rel=\"successor-version\""),
+    schema: Schema.Literal(getPetDeprecationHeaders.link),
     description: "The operation that replaces this one"
   }
 } satisfies Record<string, DocumentedHeader>

@@ -1,5 +1,19 @@
 /** The version segment (spec §9): the prefix of every path, and the end of every server URL in the OpenAPI document. */
 export const API_BASE_PATH = "/v1"
 
+/** The day `GET /pets/{petId}` was deprecated. */
+export const GET_PET_DEPRECATED_SINCE = new Date("2026-11-22T00:00:00Z")
+
 /** The day `GET /pets/{petId}` is removed (spec §9). */
 export const GET_PET_SUNSET = new Date("2030-12-05T00:00:00Z")
+
+/**
+ * What every answer of `GET /pets/{petId}`, errors included, says of its
+ * deprecation: RFC 9745 `Deprecation` (the Unix time it took effect), RFC 8594
+ * `Sunset`, and the operation that replaces it.
+ */
+export const getPetDeprecationHeaders = {
+  deprecation: `@${GET_PET_DEPRECATED_SINCE.getTime() / 1000}`,
+  sunset: GET_PET_SUNSET.toUTCString(),
+  link: `<${API_BASE_PATH}/pets>; rel="successor-version"`
+} as const

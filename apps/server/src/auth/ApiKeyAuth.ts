@@ -1,30 +1,32 @@
-import { AdminAuth, ApiKeyAuth, Unauthorized } from "@petstore/contract"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { AdminAuth, ApiKeyAuth, CurrentApiKey, Unauthorized } from "@petstore/contract"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../config.ts"
-import type { ApiKey } from "./ApiKeys.ts"
-
-/**
- * The key the `/v1` edge found in the request's bearer credential, if any.
- * The edge looks it up once, because quota is spent per key before the route runs.
- */
-export const RequestCaller = Context.Reference<Option.Option<ApiKey>>("@petstore/server/auth/RequestCaller", {
-  defaultValue: () => Option.none()
-})
+import { currentAdmission } from "../http/quotaAdmission.ts"
 
 const unauthorized = new Unauthorized({
   message: "A valid API key is required: send `Authorization: Bearer <API_KEY>`"
 })
 
-/** Lets through only requests whose caller the edge identified by a live key (then `RequestCaller` holds it). */
-export const ApiKeyAuthLive = Layer.succeed(ApiKeyAuth, {
-  apiKey: (httpEffect) =>
-    Effect.gen(function*() {
-      const caller = yield* RequestCaller
-      if (Option.isNone(caller)) return yield* Effect.fail(unauthorized)
-      return yield* httpEffect
+/**
+ * Lets through only a request that quota admission admitted for a live key,
+ * and provides that key to the operation. Quota admission already looked up
+ * the bearer credential this is handed: it needs the caller before the route
+ * is known, since every request under `/v1` spends quota. The refusals are
+ * answered here, where the contract declares them: 429 (which an anonymous
+ * client over its address's limit gets too), then 401.
+ */
+export const ApiKeyAuthLive = Layer.succeed(
+  ApiKeyAuth,
+  ApiKeyAuth.of({
+    apiKey: Effect.fn("ApiKeyAuth.apiKey")(function*(httpEffect) {
+      const { key, refusal } = yield* currentAdmission
+      if (Option.isSome(refusal)) return yield* refusal.value
+      if (Option.isNone(key)) return yield* unauthorized
+      return yield* Effect.provideService(httpEffect, CurrentApiKey, key.value)
     })
-})
+  })
+)
 
 /**
  * The `WWW-Authenticate` challenge of a 401 (RFC 6750 §3), which generic HTTP

@@ -3,7 +3,7 @@ import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
 import { Quota } from "../quota/Quota.ts"
-import { quotaReport } from "./AccountHandlers.ts"
+import { quotaReport } from "./rateLimitHeaders.ts"
 
 const toView = (key: ApiKey) =>
   new ApiKeyView({ id: key.id, name: key.name, plan: key.plan, limits: key.limits, createdAt: key.createdAt.toISOString() })

@@ -1,8 +1,8 @@
-import { InvalidRequest, PayloadTooLarge, RequestValidation, UnsupportedMediaType } from "@petstore/contract"
-import { ByteSize, type Cause, Effect, Layer } from "effect"
-import { HttpIncomingMessage, HttpServerRequest } from "effect/http"
+import { type ErrorDetail, InvalidRequest, PayloadTooLarge, RequestValidation, UnsupportedMediaType } from "@petstore/contract"
+import { ByteSize, type Cause, Effect, Layer, SchemaIssue } from "effect"
+import { HttpIncomingMessage, HttpServerError, HttpServerRequest } from "effect/http"
 import { HttpApiError } from "effect/http-api"
-import { causeIsBodyTooLarge, invalidRequestFrom } from "./errors.ts"
+import { causeHas } from "./errors.ts"
 
 /** The largest request body the service reads. */
 export const MAX_BODY_BYTES = 16 * 1024
@@ -28,13 +28,43 @@ const checkContentType = Effect.gen(function*() {
   }
 })
 
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const slotNames: Record<HttpApiError.HttpApiSchemaError["kind"], string> = {
+  Params: "path",
+  Query: "query",
+  Headers: "header",
+  Payload: "body",
+  Body: "response",
+  ResponseHeaders: "response"
+}
+
+/** A decode failure of path, query, headers or body, as a 400 naming every offending field. */
+const invalidRequestFrom = (error: HttpApiError.HttpApiSchemaError) => {
+  const slot = slotNames[error.kind]
+  const details: Array<ErrorDetail> = formatIssues(error.cause.issue).issues.map((issue) => ({
+    path: [slot, ...(issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))]
+      .join("."),
+    message: issue.message
+  }))
+  const summary = details.map((detail) => `${detail.path}: ${detail.message}`).join("; ")
+  return new InvalidRequest({ message: `Invalid request ${slot}. ${summary}`, details })
+}
+
 /** Decode failures arrive as the framework's HttpApiSchemaError; clients get a 400 that names each field. */
 const schemaErrorToInvalidRequest = <E>(error: E): Effect.Effect<never, Exclude<E, HttpApiError.HttpApiSchemaError> | InvalidRequest> =>
   Effect.fail(HttpApiError.HttpApiSchemaError.is(error) ? invalidRequestFrom(error) : error as Exclude<E, HttpApiError.HttpApiSchemaError>)
 
-/** Reading past the limit is a defect inside the framework's body reader; clients get a 413. */
+const isBodyTooLarge = (u: unknown) =>
+  HttpServerError.isHttpServerError(u) && u.reason._tag === "RequestParseError" && u.reason.reason === "BodyTooLarge"
+
+/**
+ * Reading past the limit is a defect inside the framework's body reader;
+ * clients get a 413. Only here: the limit is set here, so no body is read past
+ * it anywhere else.
+ */
 const bodyTooLargeToPayloadTooLarge = <E>(cause: Cause.Cause<E>): Effect.Effect<never, E | PayloadTooLarge> =>
-  causeIsBodyTooLarge(cause)
+  causeHas(cause, isBodyTooLarge)
     ? Effect.fail(new PayloadTooLarge({ message: `The request body is over the limit of ${MAX_BODY_BYTES} bytes` }))
     : Effect.failCause(cause)
 

@@ -1,4 +1,4 @@
-import type { ErrorBody, ErrorDetail } from "@petstore/contract"
+import { type ApiError, type ErrorDetail, errorBodyOf, InvalidRequest, PayloadTooLarge } from "@petstore/contract"
 import { type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 
@@ -55,11 +55,14 @@ const detailOf = (error: ParseError): ErrorDetail => {
   }
 }
 
-/** A whole HTTP/1.1 answer with an Error body, after which the connection closes. */
-const errorAnswer = (body: ErrorBody): string => {
-  const json = JSON.stringify(body)
+/**
+ * A whole HTTP/1.1 answer with the error's body, after which the connection
+ * closes. Written by hand: Node asks for bytes on the socket here, not for a response.
+ */
+const errorAnswer = (error: ApiError): string => {
+  const json = JSON.stringify(errorBodyOf(error))
   return [
-    `HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}`,
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`,
     `Date: ${new Date().toUTCString()}`,
     "Content-Type: application/json",
     `Content-Length: ${Buffer.byteLength(json)}`,
@@ -80,15 +83,10 @@ const nodesOwnStatus: Readonly<Record<string, number>> = { HPE_HEADER_OVERFLOW: 
 const answerFor = (error: ParseError): string => {
   switch (error.code) {
     case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
-      return errorAnswer({ code: "payload_too_large", message: "The chunk extensions of the request body are over the limit", status: 413 })
+      return errorAnswer(new PayloadTooLarge({ message: "The chunk extensions of the request body are over the limit" }))
     default: {
       const detail = detailOf(error)
-      return errorAnswer({
-        code: "invalid_request",
-        message: `Invalid request. ${detail.path}: ${detail.message}`,
-        status: 400,
-        details: [detail]
-      })
+      return errorAnswer(new InvalidRequest({ message: `Invalid request. ${detail.path}: ${detail.message}`, details: [detail] }))
     }
   }
 }

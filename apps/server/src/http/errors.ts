@@ -1,47 +1,68 @@
-import { type ErrorBody, type ErrorDetail, InvalidRequest } from "@petstore/contract"
-import { Cause, Effect, SchemaIssue } from "effect"
+import { type ApiError, errorBodyOf, InternalError, NotFound, ServiceUnavailable } from "@petstore/contract"
+import { Cause, Effect } from "effect"
 import { HttpServerError, HttpServerResponse } from "effect/http"
-import type { HttpApiError } from "effect/http-api"
 import { DatabaseError } from "../db/DatabaseError.ts"
-
-/**
- * The one place a failure becomes an error response that no endpoint declared:
- * unmatched routes, defects, the database going away. Declared errors are
- * encoded by HttpApi with the same `{ code, message, status }` schema.
- */
-export const errorResponse = (body: ErrorBody, headers?: Record<string, string>) =>
-  HttpServerResponse.jsonUnsafe(body, { status: body.status, ...(headers ? { headers } : {}) })
 
 /** How long a client is asked to wait after a 503. */
 export const SERVICE_UNAVAILABLE_RETRY_SECONDS = 5
 
-const isBodyTooLarge = (u: unknown) =>
-  HttpServerError.isHttpServerError(u) && u.reason._tag === "RequestParseError" && u.reason.reason === "BodyTooLarge"
+/**
+ * The one 503: the database is unavailable, whether an operation, the quota
+ * store or the readiness check found out.
+ */
+export const databaseUnavailable = new ServiceUnavailable({
+  message: "The database is unavailable; retry after the seconds in Retry-After"
+})
+
+/**
+ * The one way an error becomes a response outside an operation (HttpApi
+ * answers an operation's declared errors from the same `Error` schema): the
+ * error's body at its status. Every 503 says when to come back, whoever
+ * raised it, so that is said here.
+ */
+export const errorResponse = (error: ApiError, headers: Record<string, string> = {}) =>
+  HttpServerResponse.jsonUnsafe(errorBodyOf(error), {
+    status: error.status,
+    headers: error instanceof ServiceUnavailable
+      ? { ...headers, "retry-after": String(SERVICE_UNAVAILABLE_RETRY_SECONDS) }
+      : headers
+  })
 
 /** Whether a failure or a defect of the cause satisfies the predicate: the framework raises some of each. */
-const causeHas = (cause: Cause.Cause<unknown>, predicate: (u: unknown) => boolean) =>
+export const causeHas = (cause: Cause.Cause<unknown>, predicate: (u: unknown) => boolean) =>
   cause.reasons.some((reason) =>
     (Cause.isFailReason(reason) && predicate(reason.error)) || (Cause.isDieReason(reason) && predicate(reason.defect))
   )
 
-/** True when the request body went over the size limit while it was read. */
-export const causeIsBodyTooLarge = (cause: Cause.Cause<unknown>) => causeHas(cause, isBodyTooLarge)
+/**
+ * The error a failure that nobody answered stands for. A database failure
+ * reaches here from wherever it happened (operations hand theirs on with
+ * `dieOnDatabaseError`): an unavailable database is the documented 503,
+ * anything else a bug, logged and answered 500.
+ */
+const errorOfCause = Effect.fn("errorOfCause")(function*(cause: Cause.Cause<unknown>) {
+  if (causeHas(cause, (u) => u instanceof DatabaseError && u.unavailable)) {
+    yield* Effect.logWarning("database unavailable", cause)
+    return databaseUnavailable
+  }
+  yield* Effect.logError("unhandled failure", cause)
+  return new InternalError({ message: "The service failed to handle the request" })
+})
 
-export const renderCause = (cause: Cause.Cause<unknown>) =>
-  Effect.gen(function*() {
-    if (causeIsBodyTooLarge(cause)) {
-      return errorResponse({ code: "payload_too_large", status: 413, message: "The request body is over the limit" })
-    }
-    if (causeHas(cause, (u) => u instanceof DatabaseError && u.unavailable)) {
-      yield* Effect.logWarning("database unavailable", cause)
-      return errorResponse(
-        { code: "service_unavailable", status: 503, message: "The service is temporarily unavailable" },
-        { "retry-after": String(SERVICE_UNAVAILABLE_RETRY_SECONDS) }
-      )
-    }
-    yield* Effect.logError("unhandled failure", cause)
-    return errorResponse({ code: "internal_error", status: 500, message: "The service failed to handle the request" })
-  })
+export const renderCause = (cause: Cause.Cause<unknown>) => Effect.map(errorOfCause(cause), (error) => errorResponse(error))
+
+/** Whatever a route leaves unanswered (defects, outages) still gets the Error shape; an interrupted request gets nothing. */
+export const answerEveryFailure = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.catchCause(httpEffect, (cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : renderCause(cause))
+
+/**
+ * Lets a database failure through to `renderCause`, the one place that answers
+ * it: operations declare the 503 for the document, but do not answer it
+ * themselves. It travels as a defect because an operation may fail only with
+ * the errors it declares.
+ */
+export const dieOnDatabaseError = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, DatabaseError>, R> =>
+  Effect.catch(effect, (error) => error instanceof DatabaseError ? Effect.die(error) : Effect.fail(error as Exclude<E, DatabaseError>))
 
 const isRouteNotFound = (u: unknown) => HttpServerError.isHttpServerError(u) && u.reason._tag === "RouteNotFound"
 
@@ -51,28 +72,5 @@ const isRouteNotFound = (u: unknown) => HttpServerError.isHttpServerError(u) && 
  */
 export const renderUnrouted = (cause: Cause.Cause<unknown>) =>
   causeHas(cause, isRouteNotFound)
-    ? Effect.succeed(errorResponse({ code: "not_found", status: 404, message: "No operation at this path" }))
+    ? Effect.succeed(errorResponse(new NotFound({ message: "No operation at this path" })))
     : renderCause(cause)
-
-const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
-
-const slotNames: Record<HttpApiError.HttpApiSchemaError["kind"], string> = {
-  Params: "path",
-  Query: "query",
-  Headers: "header",
-  Payload: "body",
-  Body: "response",
-  ResponseHeaders: "response"
-}
-
-/** A decode failure of path, query, headers or body, as a 400 naming every offending field. */
-export const invalidRequestFrom = (error: HttpApiError.HttpApiSchemaError) => {
-  const slot = slotNames[error.kind]
-  const details: Array<ErrorDetail> = formatIssues(error.cause.issue).issues.map((issue) => ({
-    path: [slot, ...(issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))]
-      .join("."),
-    message: issue.message
-  }))
-  const summary = details.map((detail) => `${detail.path}: ${detail.message}`).join("; ")
-  return new InvalidRequest({ message: `Invalid request ${slot}. ${summary}`, details })
-}

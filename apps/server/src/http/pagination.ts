@@ -1,5 +1,5 @@
-import { InvalidRequest } from "@petstore/contract"
-import { Effect } from "effect"
+import { InvalidRequest, type PetStatus } from "@petstore/contract"
+import { Effect, Option } from "effect"
 
 /**
  * A cursor is the last id of the previous page, base64url-encoded so that
@@ -20,3 +20,23 @@ export const decodeCursor = (cursor: string | undefined) => {
       details: [{ path: "query.cursor", message: "not a cursor this service issued" }]
     }))
 }
+
+/**
+ * The headers of a page of `GET /v1/pets`: when more pets follow, a `Link` to
+ * the next page, the same query continued after this page's last pet.
+ * `absolute` turns the path into the URL clients use (`PublicUrl`).
+ */
+export const pageHeaders = (
+  nextAfter: Option.Option<number>,
+  query: { readonly limit: number; readonly status: PetStatus | undefined },
+  absolute: (path: string) => string
+): { readonly link?: string } =>
+  Option.match(nextAfter, {
+    onNone: () => ({}),
+    onSome: (afterId) => {
+      const params = new URLSearchParams({ limit: String(query.limit) })
+      if (query.status !== undefined) params.set("status", query.status)
+      params.set("cursor", encodeCursor(afterId))
+      return { link: `<${absolute(`/v1/pets?${params}`)}>; rel="next"` }
+    }
+  })

@@ -1,6 +1,8 @@
+import type { QuotaWindow } from "@petstore/contract"
 import { Option } from "effect"
 import type { QuotaDecision, WindowState } from "../quota/Quota.ts"
 
+/** Whole seconds, rounded up: Unix times of resets and ban ends, and waits, as the wire shows them. */
 const seconds = (millis: number) => Math.ceil(millis / 1000)
 
 /** The window a client runs into first: the one with fewer requests left; on a tie, the minute. */
@@ -28,9 +30,10 @@ export const retryAfterSeconds = (decision: QuotaDecision): number => {
 /**
  * The one place rate-limit headers are written: `X-RateLimit-*` for the binding
  * window, and the IETF httpapi draft's `RateLimit-Policy` and `RateLimit` for
- * every window, so a client sees its daily quota without exhausting it.
+ * every window, so a client sees its daily quota without exhausting it; and
+ * `Retry-After` when the request was refused.
  */
-export const rateLimitHeaders = (decision: QuotaDecision): Record<string, string> => {
+export const rateLimitHeaders = (decision: QuotaDecision, refused: boolean): Record<string, string> => {
   const binding = bindingWindow(decision)
   const windows: Array<readonly [string, WindowState, number]> = [
     ["minute", decision.minute, 60],
@@ -43,6 +46,20 @@ export const rateLimitHeaders = (decision: QuotaDecision): Record<string, string
     "ratelimit-policy": windows.map(([name, window, length]) => `"${name}";q=${window.limit};w=${length}`).join(", "),
     ratelimit: windows
       .map(([name, window]) => `"${name}";r=${window.remaining};t=${Math.max(0, seconds(window.resetAt - decision.now))}`)
-      .join(", ")
+      .join(", "),
+    ...(refused ? { "retry-after": String(retryAfterSeconds(decision)) } : {})
   }
 }
+
+const toWindow = (window: WindowState): QuotaWindow => ({
+  limit: window.limit,
+  remaining: window.remaining,
+  reset: seconds(window.resetAt)
+})
+
+/** A key's quota as the wire shows it, in `GET /v1/rate_limit` and in the admin API's usage report. */
+export const quotaReport = (decision: QuotaDecision) => ({
+  minute: toWindow(decision.minute),
+  day: toWindow(Option.getOrElse(decision.day, () => decision.minute)),
+  ban: Option.match(decision.bannedUntil, { onNone: () => null, onSome: (until) => ({ until: seconds(until) }) })
+})

@@ -1,17 +1,16 @@
-import { Context } from "effect"
+import { CostsNoQuota } from "@petstore/contract"
+import { Context, Effect, Option } from "effect"
+import { FindMyWay, HttpRouter } from "effect/http"
 import { OpenApi } from "effect/http-api"
 
-export interface RouteEntry {
+/** An operation the contract declares, as the edge needs to know it. */
+export interface Operation {
   readonly method: string
   readonly path: string
-  readonly pattern: RegExp
   readonly deprecated: boolean
-  readonly annotations: Context.Context<never>
+  /** Answered without spending quota (a banned key is still refused). */
+  readonly costsNoQuota: boolean
 }
-
-/** Exactly the path as declared, as the router matches it (see `routerConfig` in server.ts): no trailing slash, case and all. */
-const toPattern = (path: string) =>
-  new RegExp(`^${path.split("/").map((segment) => segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("/")}$`)
 
 /** The part of an `HttpApi` this module reads. */
 export interface ApiRoutes {
@@ -28,21 +27,53 @@ export interface ApiRoutes {
   }
 }
 
-/** The routes an API declares, read from its contract: what 405's `Allow` and the deprecation headers are built from. */
-export const routeTable = (api: ApiRoutes): ReadonlyArray<RouteEntry> =>
-  Object.values(api.groups).flatMap((group) =>
+type Params = Readonly<Record<string, string | undefined>>
+
+/**
+ * The router gives a parameter an empty segment (`/v1/pets/` matches
+ * `/v1/pets/:petId`), but the contract has no such path: it is an unknown
+ * path, not an invalid parameter.
+ */
+export const hasEmptyParameter = (params: Params) =>
+  Object.entries(params).some(([name, value]) => name !== "*" && value === "")
+
+export interface RouteTable {
+  /** The operation the router matched; none for a catch-all route, or for a path with an empty parameter. */
+  readonly matched: (context: HttpRouter.RouteContext["Service"]) => Option.Option<Operation>
+  /** The methods a path (and query) accepts, in the form of an `Allow` header: HEAD goes with GET. */
+  readonly allowedMethods: (url: string) => ReadonlyArray<string>
+}
+
+/**
+ * The operations an API declares, read from its contract, and matched by the
+ * router's own matcher (FindMyWay) under the router's own configuration, so
+ * that a path is judged exactly as the router judged it: percent-escapes
+ * decoded, case and slashes as `routerConfig` (server.ts) says. It reads that
+ * configuration from `HttpRouter.RouterConfig`, so it is built with the routes.
+ */
+export const routeTable = Effect.fnUntraced(function*(api: ApiRoutes) {
+  const operations: ReadonlyArray<Operation> = Object.values(api.groups).flatMap((group) =>
     Object.values(group.endpoints).map((endpoint) => ({
       method: endpoint.method,
       path: endpoint.path,
-      pattern: toPattern(endpoint.path),
       deprecated: Context.getOrUndefined(endpoint.annotations, OpenApi.Deprecated) === true,
-      annotations: endpoint.annotations
+      costsNoQuota: Context.getOrUndefined(endpoint.annotations, CostsNoQuota) === true
     }))
   )
+  const matcher = FindMyWay.make<Operation>(yield* HttpRouter.RouterConfig)
+  for (const operation of operations) matcher.on(operation.method, operation.path as FindMyWay.PathInput, operation)
+  const byRoute = new Map(operations.map((operation) => [`${operation.method} ${operation.path}`, operation]))
+  const methods = [...new Set(operations.map((operation) => operation.method))]
 
-/** The methods a path accepts, in the form of an `Allow` header (HEAD goes with GET). */
-export const allowedMethods = (table: ReadonlyArray<RouteEntry>, path: string): ReadonlyArray<string> => {
-  const methods = new Set(table.filter((route) => route.pattern.test(path)).map((route) => route.method))
-  if (methods.has("GET")) methods.add("HEAD")
-  return [...methods]
-}
+  return {
+    matched: ({ params, route }) =>
+      hasEmptyParameter(params) ? Option.none() : Option.fromNullishOr(byRoute.get(`${route.method} ${route.path}`)),
+    allowedMethods: (url) => {
+      const allowed = methods.filter((method) => {
+        const found = matcher.find(method, url)
+        return found !== undefined && !hasEmptyParameter(found.params)
+      })
+      return allowed.includes("GET") ? [...allowed, "HEAD"] : allowed
+    }
+  } satisfies RouteTable
+})

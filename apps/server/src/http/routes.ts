@@ -1,4 +1,4 @@
-import { AdminApi, API_BASE_PATH, documentedPetstoreApi, PetstoreApi } from "@petstore/contract"
+import { AdminApi, API_BASE_PATH, documentedPetstoreApi, PetstoreApi, ServiceUnavailable, Unauthorized } from "@petstore/contract"
 import { Effect, Layer, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar, HttpApiSecurity, OpenApi } from "effect/http-api"
@@ -10,11 +10,30 @@ import { prometheusText } from "../observability/metrics.ts"
 import { Draining } from "../drain.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
 import { AdminHandlers } from "./AdminHandlers.ts"
-import { adminEdge, unmatchedRoutes, v1Edge } from "./edge.ts"
-import { errorResponse, SERVICE_UNAVAILABLE_RETRY_SECONDS } from "./errors.ts"
+import { databaseUnavailable, errorResponse } from "./errors.ts"
 import { PetsHandlers } from "./PetsHandlers.ts"
+import { quotaAdmission } from "./quotaAdmission.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
 import { requestLog } from "./requestLog.ts"
+import { adminResponseHeaders, v1ResponseHeaders } from "./responseHeaders.ts"
+import { emptyParameterIsUnknownPath, unmatchedRoutes } from "./unmatchedRoutes.ts"
+
+/**
+ * Route middleware of everything under `/v1`, outermost first: the answer's
+ * headers (and the Error shape of whatever failed), quota admission, then the
+ * route, where a path with an empty parameter is an unknown path.
+ */
+const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(function*() {
+  const headers = yield* v1ResponseHeaders
+  const admission = yield* quotaAdmission
+  return (route: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>) =>
+    headers(admission(emptyParameterIsUnknownPath(route)))
+})).layer
+
+/** Route middleware of the admin API: its headers (and the Error shape of whatever failed), then the route. */
+const adminEdge = HttpRouter.middleware<{ handles: unknown }>()(
+  (route: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>) => adminResponseHeaders(emptyParameterIsUnknownPath(route))
+).layer
 
 /** Everything under `/v1` that answers to API keys. */
 const V1Routes = Layer.mergeAll(
@@ -66,22 +85,18 @@ const DocumentRoutes = Layer.unwrap(Effect.gen(function*() {
 const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   const db = yield* Database
   const { isDraining } = yield* Draining
-  const notReady = (message: string) =>
-    errorResponse(
-      { code: "service_unavailable", status: 503, message },
-      { "retry-after": String(SERVICE_UNAVAILABLE_RETRY_SECONDS) }
-    )
+  const shuttingDown = new ServiceUnavailable({ message: "The server is shutting down" })
   yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
   yield* router.add(
     "GET",
     "/readyz",
     Effect.flatMap(isDraining, (draining) =>
       draining
-        ? Effect.succeed(notReady("The server is shutting down"))
+        ? Effect.succeed(errorResponse(shuttingDown))
         : db.query(sql`SELECT 1`).pipe(
           Effect.timeout("2 seconds"),
           Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready", store: db.kind })),
-          Effect.orElseSucceed(() => notReady("The database does not answer"))
+          Effect.orElseSucceed(() => errorResponse(databaseUnavailable))
         ))
   )
 }))
@@ -97,7 +112,7 @@ const MetricsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {
     "/metrics",
     Effect.gen(function*() {
       if (!metricsPublic && !isAdminToken(adminToken, yield* bearerCredential)) {
-        return errorResponse({ code: "unauthorized", status: 401, message: "A valid admin token is required" })
+        return errorResponse(new Unauthorized({ message: "A valid admin token is required" }))
       }
       return HttpServerResponse.text(yield* prometheusText, { contentType: "text/plain; version=0.0.4" })
     })

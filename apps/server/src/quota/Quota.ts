@@ -1,7 +1,7 @@
 import type { QuotaLimits } from "@petstore/contract"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { ApiKey } from "../auth/ApiKeys.ts"
-import { AppConfig, type AppConfigValues } from "../config.ts"
+import { AppConfig, quotaStoreKind } from "../config.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { recordQuotaStoreDuration } from "../observability/metrics.ts"
 import { DAY_MILLIS, MINUTE_MILLIS, QuotaStore } from "./QuotaStore.ts"
@@ -35,10 +35,6 @@ export interface QuotaDecision {
 
 const UNLIMITED = 2_147_483_647
 
-/** The store follows the database unless `QUOTA_STORE` says otherwise. */
-export const quotaStoreKind = (config: AppConfigValues): "memory" | "postgres" =>
-  Option.getOrElse(config.quotaStore, () => Option.isSome(config.databaseUrl) ? "postgres" : "memory")
-
 const windowState = (limit: number, used: number, start: number, length: number): WindowState => ({
   limit,
   used,
@@ -53,7 +49,6 @@ const windowState = (limit: number, used: number, start: number, length: number)
  * banned for a while. Time comes from `Clock`, so tests move it with `TestClock`.
  */
 export class Quota extends Context.Service<Quota, {
-  readonly store: QuotaStore["Service"]["kind"]
   readonly keySubject: (key: ApiKey) => QuotaSubject
   readonly addressSubject: (address: string) => QuotaSubject
   /** Spends one request if the subject may make it. */
@@ -107,7 +102,6 @@ export class Quota extends Context.Service<Quota, {
         })
 
       return Quota.of({
-        store: store.kind,
         keySubject,
         addressSubject,
         admit: decide(true),
@@ -122,8 +116,3 @@ export class Quota extends Context.Service<Quota, {
     return Quota.layer.pipe(Layer.provide(kind === "postgres" ? QuotaStore.postgres : QuotaStore.memory))
   }))
 }
-
-/** The decision the `/v1` edge made for the current request, for handlers that report it. */
-export const RequestQuota = Context.Reference<Option.Option<QuotaDecision>>("@petstore/server/quota/RequestQuota", {
-  defaultValue: () => Option.none()
-})

@@ -1,0 +1,113 @@
+import { API_BASE_PATH, PetstoreApi, RateLimited } from "@petstore/contract"
+import { Context, Effect, Option } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
+import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
+import { AppConfig } from "../config.ts"
+import { recordQuotaRefusal } from "../observability/metrics.ts"
+import { Quota, type QuotaDecision } from "../quota/Quota.ts"
+import { answerEveryFailure, errorResponse } from "./errors.ts"
+import { rateLimitHeaders } from "./rateLimitHeaders.ts"
+import { CurrentRequestFacts } from "./requestLog.ts"
+import { type Operation, routeTable } from "./routeTable.ts"
+
+/** `X-Forwarded-For` names the client only behind a proxy the operator trusts (`TRUST_PROXY`). */
+const clientAddress = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean) => {
+  const forwarded = trustProxy ? request.headers["x-forwarded-for"]?.split(",")[0]?.trim() : undefined
+  return forwarded || Option.getOrElse(request.remoteAddress, () => "unknown")
+}
+
+/** Why a request over its quota is refused: a ban, or a spent window. */
+const rateLimited = (decision: QuotaDecision) =>
+  Option.isSome(decision.bannedUntil)
+    ? new RateLimited({
+      code: "api_key_banned",
+      message: "This API key kept sending while rate limited and is banned for a while; honour Retry-After"
+    })
+    : new RateLimited({ code: "rate_limited", message: "Rate limit exceeded; retry after the number of seconds in Retry-After" })
+
+/**
+ * What quota admission decided for the current `/v1` request. The caller is
+ * identified here, outside any operation, because every request under `/v1`
+ * spends quota, unknown paths included; `ApiKeyAuth` then only judges the caller.
+ */
+export interface Admission {
+  /** The live key the bearer credential named; none without one, when the client's address spent its quota. */
+  readonly key: Option.Option<ApiKey>
+  readonly decision: QuotaDecision
+  /** The error the request is refused with when it may not go on; none when it was admitted. */
+  readonly refusal: Option.Option<RateLimited>
+}
+
+export class CurrentAdmission extends Context.Service<CurrentAdmission, Admission>()(
+  "@petstore/server/http/CurrentAdmission"
+) {}
+
+/**
+ * The current request's admission, for `ApiKeyAuth` and the handlers that
+ * report quota. HttpApi builds an operation's services once, with its routes,
+ * so an operation cannot require this per-request service in its type; every
+ * route under `/v1` runs inside quota admission, so its absence is a wiring bug.
+ */
+export const currentAdmission = Effect.serviceOption(CurrentAdmission).pipe(
+  Effect.flatMap(Option.match({
+    onSome: Effect.succeed,
+    onNone: () => Effect.die(new Error("No quota admission: a /v1 route runs outside quotaAdmission"))
+  }))
+)
+
+/**
+ * Route middleware of every route under `/v1`, unknown paths included: every
+ * such request spends quota. It identifies the caller once (a key, or else the
+ * client's address), spends its quota, hands the admission to the route
+ * (`CurrentAdmission`), and puts the rate-limit headers on every answer,
+ * errors included. A refused operation is answered by `ApiKeyAuth`, which
+ * declares the 429; a request that is no operation is refused here.
+ */
+export const quotaAdmission = Effect.gen(function*() {
+  const apiKeys = yield* ApiKeys
+  const quota = yield* Quota
+  const { trustProxy } = yield* AppConfig
+  const table = yield* routeTable(PetstoreApi)
+  const bearerCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
+
+  /** An operation that costs no quota is only looked at for a ban, and only for a key: an address always pays. */
+  const admit = Effect.fn("quotaAdmission.admit")(function*(operation: Option.Option<Operation>) {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const facts = yield* CurrentRequestFacts
+    facts.route = Option.match(operation, { onNone: () => `${API_BASE_PATH}/*`, onSome: ({ path }) => path })
+    const key = yield* apiKeys.authenticate(yield* bearerCredential)
+    if (Option.isSome(key)) Object.assign(facts, { keyId: key.value.id, plan: key.value.plan })
+    const subject = Option.match(key, {
+      onSome: quota.keySubject,
+      onNone: () => quota.addressSubject(clientAddress(request, trustProxy))
+    })
+    const costsNothing = Option.isSome(key) && Option.exists(operation, ({ costsNoQuota }) => costsNoQuota)
+    const decision = yield* (costsNothing ? quota.peek(subject) : quota.admit(subject))
+    const refused = costsNothing ? Option.isSome(decision.bannedUntil) : !decision.admitted
+    facts.quota = Option.isSome(decision.bannedUntil)
+      ? "banned"
+      : refused
+      ? "limited"
+      : costsNothing
+      ? "not_spent"
+      : "admitted"
+    if (refused) {
+      yield* recordQuotaRefusal(
+        Option.match(key, { onNone: () => "anonymous", onSome: (key) => key.plan }),
+        Option.isSome(decision.bannedUntil) ? "api_key_banned" : "rate_limited"
+      )
+    }
+    return { key, decision, refusal: refused ? Option.some(rateLimited(decision)) : Option.none() } satisfies Admission
+  })
+
+  return <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+    Effect.gen(function*() {
+      const operation = table.matched(yield* HttpRouter.RouteContext)
+      const admission = yield* admit(operation)
+      const response = Option.isSome(admission.refusal) && Option.isNone(operation)
+        ? errorResponse(admission.refusal.value)
+        : yield* httpEffect.pipe(Effect.provideService(CurrentAdmission, admission), answerEveryFailure)
+      return HttpServerResponse.setHeaders(response, rateLimitHeaders(admission.decision, Option.isSome(admission.refusal)))
+    })
+})
