@@ -5,7 +5,7 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // Each suite starts real listeners and a database; PGlite alone takes seconds to open.
     testTimeout: 30_000,
-    hookTimeout: 120_000,
+    hookTimeout: 150_000,
     // Suites share the machine's two cores with PostgreSQL; one file at a time keeps timings honest.
     fileParallelism: false,
     // Suites that need PostgreSQL are tagged so; without DATABASE_URL they are skipped, and the reporter names them once.

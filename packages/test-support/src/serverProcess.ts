@@ -60,12 +60,12 @@ export interface StartedProcess {
  * Spawns a real server process on free ports with an admin listener and waits,
  * within `timeoutMs`, until `/readyz` answers 200. Throws with the process's
  * output when it exits or does not become ready. The bound is generous: `pnpm test`
- * runs every package's suites at once, and on two cores an embedded database
- * opening among them once took over 30 s.
+ * runs several packages' suites at once, and on two cores eight embedded
+ * databases opening together took 65 s each (measured).
  */
 export const startServerProcess = async (
   env: Record<string, string>,
-  timeoutMs = 90_000,
+  timeoutMs = 120_000,
   entry: string = serverEntry()
 ): Promise<StartedProcess> => {
   const [port, adminPort] = [await freePort(), await freePort()]

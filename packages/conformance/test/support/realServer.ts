@@ -23,11 +23,10 @@ export const startRealServer = async (backend: "pglite" | "postgres"): Promise<R
     ? await createTestDatabase(postgresAdminUrl!, "petstore_conformance")
     : undefined
   try {
-    // PGlite opening and the migrations take seconds on a loaded machine.
     const started = await startServerProcess({
       DATA_DIR: ":memory:",
       ...(database === undefined ? {} : { DATABASE_URL: database.url })
-    }, 60_000)
+    })
     return {
       baseUrl: `${started.origin}/v1`,
       createKey: started.createKey,
