@@ -5,6 +5,8 @@ import quotaAdmitMany from "./0004_quota_admit_many.ts"
 import createIdempotencyKeys from "./0005_create_idempotency_keys.ts"
 import quotaWindowsOnlyMoveForward from "./0006_quota_windows_only_move_forward.ts"
 import apiKeyRoles from "./0007_api_key_roles.ts"
+import petVersions from "./0008_pet_versions.ts"
+import createOrders from "./0009_create_orders.ts"
 
 export interface Migration {
   /** Versions only grow; a released migration is never edited, a new one is added. */
@@ -20,5 +22,7 @@ export const migrations: ReadonlyArray<Migration> = [
   quotaAdmitMany,
   createIdempotencyKeys,
   quotaWindowsOnlyMoveForward,
-  apiKeyRoles
+  apiKeyRoles,
+  petVersions,
+  createOrders
 ]
