@@ -3,7 +3,7 @@ import { Exit, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
 import { describe, expect, it } from "vitest"
 import { committedDocumentPath, renderDocument } from "../scripts/openapi.ts"
-import { documentedPetstoreApi, IdempotencyKey, NewPet, PetstoreApi } from "../src/index.ts"
+import { documentedPetstoreApi, errorStatusByCode, IdempotencyKey, NewPet, PetstoreApi } from "../src/index.ts"
 
 const spec = OpenApi.fromApi(PetstoreApi) as any
 
@@ -236,5 +236,14 @@ describe("the document's patterns say what the contract decodes", () => {
 describe("the committed openapi.json", () => {
   it("is exactly what the contract generates (regenerate: pnpm --filter @petstore/contract openapi)", () => {
     expect(readFileSync(committedDocumentPath, "utf8")).toBe(renderDocument())
+  })
+})
+
+describe("the README's error table", () => {
+  it("lists every error code with its status, as errorStatusByCode has them", () => {
+    const readme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8")
+    for (const [code, status] of Object.entries(errorStatusByCode)) {
+      expect(readme, code).toMatch(new RegExp(`^\\| \`${code}\` \\| ${status} \\|`, "m"))
+    }
   })
 })
