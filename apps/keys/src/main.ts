@@ -15,6 +15,7 @@ import {
   ApiKeyId,
   ApiKeyName,
   type ApiKeyView,
+  KeyRole,
   type KeyUsage,
   makeAdminClient,
   Plan,
@@ -97,6 +98,10 @@ const plan = Flag.Literals("plan", Plan.literals).pipe(
   Flag.withDescription("free, pro and business have fixed limits; enterprise needs --per-minute and --per-day")
 )
 
+const role = Flag.Literals("role", KeyRole.literals).pipe(
+  Flag.withDescription("customer (the default) orders for itself; staff reads, cancels and delivers any order, and deletes pets")
+)
+
 // The contract's own schemas check input before anything is sent: the client would refuse it anyway, with a less helpful message.
 const limitFlags = {
   perMinute: Flag.Int("per-minute").pipe(
@@ -130,6 +135,7 @@ const create = Command.make(
   {
     plan,
     name: Flag.String("name").pipe(Flag.withSchema(ApiKeyName), Flag.withDescription("A label for the key"), Flag.optional),
+    role: role.pipe(Flag.optional),
     ...limitFlags
   },
   Effect.fn(function*(input) {
@@ -137,7 +143,12 @@ const create = Command.make(
     const admin = yield* Admin
     const created = yield* admin.call((client) =>
       client.keys.createKey({
-        payload: { plan: input.plan, ...fieldIfSome("name", input.name), ...fieldIfSome("limits", limitsOf(input)) }
+        payload: {
+          plan: input.plan,
+          ...fieldIfSome("name", input.name),
+          ...fieldIfSome("limits", limitsOf(input)),
+          ...fieldIfSome("role", input.role)
+        }
       })
     )
     if (json) return yield* printJson(created)
@@ -145,6 +156,7 @@ const create = Command.make(
       `Created ${created.id}`,
       `  plan:   ${created.plan}`,
       `  limits: ${formatLimits(created.limits)}`,
+      `  role:   ${created.role ?? "customer"}`,
       ...(created.name === "" ? [] : [`  name:   ${created.name}`]),
       `  key:    ${created.key}`,
       "",
@@ -157,7 +169,8 @@ const create = Command.make(
   Command.withDescription("Create an API key and print its secret (shown once)"),
   Command.withExamples([
     { command: "keys create --plan pro --name ci-bot", description: "A pro key" },
-    { command: "keys create --plan enterprise --per-minute 5000 --per-day 1000000", description: "An enterprise key" }
+    { command: "keys create --plan enterprise --per-minute 5000 --per-day 1000000", description: "An enterprise key" },
+    { command: "keys create --plan business --role staff --name front-desk", description: "A staff key" }
   ])
 )
 
@@ -220,6 +233,23 @@ const setPlan = Command.make(
   Command.validate(bothLimitsOrNeither),
   Command.provide(Admin.layer),
   Command.withDescription("Change a key's plan, and an enterprise key's limits")
+)
+
+const setRole = Command.make(
+  "set-role",
+  { id, role },
+  Effect.fn(function*(input) {
+    const { json } = yield* keys
+    const admin = yield* Admin
+    const updated = yield* admin.call((client) =>
+      client.keys.updateKey({ params: { id: input.id }, payload: { role: input.role } })
+    )
+    if (json) return yield* printJson(updated)
+    yield* Console.log(`Updated ${updated.id}: role ${updated.role ?? "customer"}`)
+  })
+).pipe(
+  Command.provide(Admin.layer),
+  Command.withDescription("Make a key a customer or staff; every server process sees it at once")
 )
 
 const isoSeconds = (unixSeconds: number) => new Date(unixSeconds * 1_000).toISOString().replace(".000Z", "Z")
@@ -293,7 +323,7 @@ class UsageError extends Data.TaggedError("UsageError")<{}> {
 }
 
 keys.pipe(
-  Command.withSubcommands([create, list, usage, setPlan, unban, revoke]),
+  Command.withSubcommands([create, list, usage, setPlan, setRole, unban, revoke]),
   Command.run({ version: "1.0.0" }),
   Effect.catchIf(
     (error) => CliError.isCliError(error) && error._tag === "ShowHelp" && error.errors.length > 0,

@@ -88,6 +88,24 @@ describe("pnpm keys", () => {
     )
   })
 
+  it("create --role staff issues a staff key; set-role changes a key's role", async () => {
+    const outcome = await keys("create", "--plan", "free", "--role", "staff")
+    expect(outcome.stderr).toBe("")
+    expect(outcome.code).toBe(0)
+    expect(outcome.stdout).toMatch(/role:\s+staff/)
+    const id = outcome.stdout.match(/\bkey_[0-9a-z]{16}\b/)![0]
+    const demoted = await keys("set-role", id, "--role", "customer")
+    expect(demoted.stderr).toBe("")
+    expect(demoted.code).toBe(0)
+    expect(demoted.stdout).toContain(`Updated ${id}: role customer`)
+    const listed = JSON.parse((await keys("list", "--json")).stdout) as Array<{ id: string; role?: string }>
+    expect(listed.find((key) => key.id === id)).not.toHaveProperty("role")
+    const promoted = await keys("set-role", id, "--role", "staff", "--json")
+    expect(JSON.parse(promoted.stdout)).toMatchObject({ id, role: "staff" })
+    const refused = await keys("set-role", id, "--role", "owner")
+    expect(refused.code).toBe(2)
+  })
+
   it("revoke makes the key refused with 401", async () => {
     const outcome = await keys("revoke", created.id)
     expect(outcome.stderr).toBe("")

@@ -13,6 +13,9 @@ import { renderUnrouted } from "./http/errors.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.ts"
 import { AdminRoutes, PublicRoutes } from "./http/routes.ts"
+import { OrderDesk } from "./orders/OrderDesk.ts"
+import { Orders } from "./orders/Orders.ts"
+import { PetChanges } from "./pets/PetChanges.ts"
 import { PetCreation } from "./pets/PetCreation.ts"
 import { Pets } from "./pets/Pets.ts"
 import { Quota } from "./quota/Quota.ts"
@@ -136,7 +139,9 @@ const Listeners = Layer.effect(
 )
 
 const Services = Layer.mergeAll(
-  PetCreation.layer.pipe(Layer.provideMerge(Layer.mergeAll(Pets.layer, IdempotencyKeys.layer))),
+  Layer.mergeAll(PetCreation.layer, PetChanges.layer, OrderDesk.layer).pipe(
+    Layer.provideMerge(Layer.mergeAll(Pets.layer, Orders.layer, IdempotencyKeys.layer))
+  ),
   ApiKeys.layer,
   Quota.layerFromConfig,
   PublicUrl.layer,

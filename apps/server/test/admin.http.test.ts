@@ -99,6 +99,34 @@ describeOnEachBackend("admin API", ({ name }) => {
     )
   })
 
+  it("issues customer keys by default, showing no role, and staff keys with role staff", async () => {
+    const customer = await createKey({ plan: "free" })
+    expect(customer.body).not.toHaveProperty("role")
+    const explicitCustomer = await createKey({ plan: "free", role: "customer" })
+    expect(explicitCustomer.status).toBe(201)
+    expect(explicitCustomer.body).not.toHaveProperty("role")
+    const staff = await createKey({ plan: "pro", role: "staff" })
+    expect(staff.status).toBe(201)
+    expect(staff.body).toMatchObject({ plan: "pro", role: "staff" })
+    const listed = await admin("/keys")
+    expect(listed.body).toContainEqual(expect.objectContaining({ id: staff.body.id, role: "staff" }))
+    expect(listed.body.find((key: { id: string }) => key.id === customer.body.id)).not.toHaveProperty("role")
+    expectError(await createKey({ plan: "free", role: "admin" }), 400, "invalid_request")
+  })
+
+  it("changes a key's role, keeping its plan, and refuses an unknown role", async () => {
+    const created = await createKey({ plan: "enterprise", limits: { perMinute: 9, perDay: 90 } })
+    const promoted = await admin(`/keys/${created.body.id}`, { method: "PATCH", body: JSON.stringify({ role: "staff" }) })
+    expect(promoted.status).toBe(200)
+    expect(promoted.body).toMatchObject({ plan: "enterprise", limits: { perMinute: 9, perDay: 90 }, role: "staff" })
+    const replanned = await admin(`/keys/${created.body.id}`, { method: "PATCH", body: JSON.stringify({ plan: "enterprise", limits: { perMinute: 8, perDay: 80 } }) })
+    expect(replanned.body).toMatchObject({ role: "staff" })
+    const demoted = await admin(`/keys/${created.body.id}`, { method: "PATCH", body: JSON.stringify({ role: "customer" }) })
+    expect(demoted.status).toBe(200)
+    expect(demoted.body).not.toHaveProperty("role")
+    expectError(await admin(`/keys/${created.body.id}`, { method: "PATCH", body: JSON.stringify({ role: "root" }) }), 400, "invalid_request")
+  })
+
   it("revokes a key: 204, then gone from the list, 404 the second time, and 401 on /v1", async () => {
     const created = await createKey({ plan: "free" })
     expect((await admin(`/keys/${created.body.id}`, { method: "DELETE" })).status).toBe(204)

@@ -1,9 +1,10 @@
-import { NotFound, PetstoreClient, Unauthorized } from "@petstore/contract"
+import { Forbidden, InvalidTransition, NotFound, PetNotAvailable, PetstoreClient, PreconditionFailed, Unauthorized } from "@petstore/contract"
 import { Effect, Option, Schema, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
+  ADMIN_TOKEN,
   createTestDatabase,
   postgresAdminUrl,
   runScript,
@@ -123,5 +124,51 @@ describe.each(backends)("the typed client against a server process on $name", ({
     expect(String(blank)).toMatch(/name/)
     const tooMany = await run(Effect.flip(Effect.flatMap(PetstoreClient, (petstore) => petstore.listPets({ limit: 101 }))))
     expect(Schema.isSchemaError(tooMany)).toBe(true)
+  })
+
+  it("orders a pet and moves the order (beta): place, read, list, cancel; deliver and delete with a staff key", async () => {
+    const admin = await fetch(`${started.admin}/admin/keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ plan: "enterprise", limits: { perMinute: 10_000, perDay: 100_000 }, role: "staff" })
+    })
+    const staffKey = ((await admin.json()) as { key: string }).key
+    const result = await run(Effect.gen(function*() {
+      const petstore = yield* PetstoreClient
+      const pet = yield* petstore.createPet({ name: "Client", categoryId: 1 })
+      const order = yield* petstore.placeOrder({ petId: pet.id }, { idempotencyKey: `client-${pet.id}` })
+      const replayed = yield* petstore.placeOrder({ petId: pet.id }, { idempotencyKey: `client-${pet.id}` })
+      const again = yield* Effect.flip(petstore.placeOrder({ petId: pet.id }))
+      const read = yield* petstore.getOrder(order.id)
+      const listed = yield* Stream.runCollect(petstore.allOrders({ status: "placed" }))
+      const cancelled = yield* petstore.cancelOrder(order.id)
+      const twice = yield* Effect.flip(petstore.cancelOrder(order.id))
+      const notStaff = yield* Effect.flip(petstore.deletePet(pet.id))
+      const { pet: renamed, etag } = yield* petstore.updatePet(pet.id, { name: "Renamed" })
+      const stale = yield* Effect.flip(petstore.updatePet(pet.id, { name: "Stale" }, { ifMatch: `"${pet.id}.1"` }))
+      return { pet, order, replayed, again, read, listed, cancelled, twice, notStaff, renamed, etag, stale }
+    }))
+    expect(result.order).toMatchObject({ petId: result.pet.id, status: "placed" })
+    expect(result.replayed).toEqual(result.order)
+    expect(result.again).toBeInstanceOf(PetNotAvailable)
+    expect(result.read).toEqual(result.order)
+    expect(result.listed.map((order) => order.id)).toContain(result.order.id)
+    expect(result.cancelled.status).toBe("cancelled")
+    expect(result.twice).toBeInstanceOf(InvalidTransition)
+    expect(result.notStaff).toBeInstanceOf(Forbidden)
+    expect(result.renamed.name).toBe("Renamed")
+    expect(result.etag).toMatch(new RegExp(`^"${result.pet.id}\\.\\d+"$`))
+    expect(result.stale).toBeInstanceOf(PreconditionFailed)
+
+    const staff = await run(Effect.gen(function*() {
+      const petstore = yield* PetstoreClient
+      const order = yield* petstore.placeOrder({ petId: result.pet.id })
+      const delivered = yield* petstore.deliverOrder(order.id)
+      yield* petstore.deletePet(result.pet.id)
+      const gone = yield* Effect.flip(petstore.getOrder(987654321))
+      return { delivered, gone }
+    }), staffKey)
+    expect(staff.delivered.status).toBe("delivered")
+    expect(staff.gone).toBeInstanceOf(NotFound)
   })
 })

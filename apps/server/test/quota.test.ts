@@ -18,6 +18,7 @@ const keyOf = (plan: Plan, limits: QuotaLimits = plan === "enterprise" ? { perMi
   id: `key_${String(++keys).padStart(16, "0")}` as ApiKeyId,
   name: "",
   plan,
+  role: "customer",
   limits,
   createdAt: new Date(0)
 })

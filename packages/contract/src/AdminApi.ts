@@ -12,16 +12,26 @@ export type ApiKeyId = typeof ApiKeyId.Type
 
 export const ApiKeyName = Schema.Trim.check(Schema.isMaxLength(200))
 
+/**
+ * What a key may do with orders: a `customer` (the default, and every key
+ * issued before roles existed) places, lists, reads and cancels its own
+ * orders; `staff` reads, cancels and delivers any order, and deletes pets.
+ */
+export const KeyRole = Schema.Literals(["customer", "staff"]).annotate({ identifier: "KeyRole" })
+export type KeyRole = typeof KeyRole.Type
+
 export const CreateKeyRequest = Schema.Struct({
   plan: Plan,
   name: Schema.optionalKey(ApiKeyName),
-  limits: Schema.optionalKey(QuotaLimits)
+  limits: Schema.optionalKey(QuotaLimits),
+  role: Schema.optionalKey(KeyRole.annotate({ description: "`customer` when left out" }))
 }).annotate({ description: "`limits` is required for the enterprise plan and refused for the others" })
 export type CreateKeyRequest = typeof CreateKeyRequest.Type
 
 export const UpdateKeyRequest = Schema.Struct({
   plan: Schema.optionalKey(Plan),
-  limits: Schema.optionalKey(QuotaLimits)
+  limits: Schema.optionalKey(QuotaLimits),
+  role: Schema.optionalKey(KeyRole)
 })
 export type UpdateKeyRequest = typeof UpdateKeyRequest.Type
 
@@ -31,6 +41,8 @@ export class ApiKeyView extends Schema.Class<ApiKeyView>("ApiKey")({
   name: Schema.String,
   plan: Plan,
   limits: QuotaLimits,
+  /** Shown for staff keys only: a view without `role` is a customer's, as every key's was before roles. */
+  role: Schema.optionalKey(Schema.Literal("staff").annotate({ description: "Present on staff keys; absent on customer keys" })),
   createdAt: Schema.String.annotate({ description: "ISO 8601 timestamp" })
 }) {}
 

@@ -8,9 +8,14 @@ import { Effect, Schema } from "effect"
 export const errorStatusByCode = {
   invalid_request: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
   idempotency_key_in_flight: 409,
+  pet_not_available: 409,
+  pet_has_open_order: 409,
+  invalid_transition: 409,
+  precondition_failed: 412,
   idempotency_key_reused: 422,
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -146,6 +151,40 @@ export class IdempotencyKeyReused extends Schema.Error<IdempotencyKeyReused>("Id
   }
 ) {}
 
+export class Forbidden extends Schema.Error<Forbidden>("Forbidden")(
+  errorFields("forbidden"),
+  { httpApiStatus: errorStatusByCode.forbidden, description: "The API key's role may not do this (it needs a staff key)" }
+) {}
+
+export class PreconditionFailed extends Schema.Error<PreconditionFailed>("PreconditionFailed")(
+  errorFields("precondition_failed"),
+  {
+    httpApiStatus: errorStatusByCode.precondition_failed,
+    description: "If-Match names none of the resource's current ETag: it changed since it was read (RFC 9110)"
+  }
+) {}
+
+export class PetNotAvailable extends Schema.Error<PetNotAvailable>("PetNotAvailable")(
+  errorFields("pet_not_available"),
+  { httpApiStatus: errorStatusByCode.pet_not_available, description: "The pet is not `available`: it is pending or sold" }
+) {}
+
+export class PetHasOpenOrder extends Schema.Error<PetHasOpenOrder>("PetHasOpenOrder")(
+  errorFields("pet_has_open_order"),
+  {
+    httpApiStatus: errorStatusByCode.pet_has_open_order,
+    description: "The pet has an open (placed) order: cancel or deliver it first"
+  }
+) {}
+
+export class InvalidTransition extends Schema.Error<InvalidTransition>("InvalidTransition")(
+  errorFields("invalid_transition"),
+  {
+    httpApiStatus: errorStatusByCode.invalid_transition,
+    description: "The order is not `placed`, so it cannot move; the message names its current status"
+  }
+) {}
+
 /** Every error the service answers, each a class of its own. */
 export type ApiError =
   | InvalidRequest
@@ -159,6 +198,11 @@ export type ApiError =
   | InternalError
   | IdempotencyKeyInFlight
   | IdempotencyKeyReused
+  | Forbidden
+  | PreconditionFailed
+  | PetNotAvailable
+  | PetHasOpenOrder
+  | InvalidTransition
 
 /**
  * An error's body as the wire carries it, encoded by the one `Error` schema:

@@ -2,8 +2,9 @@ import { Context, Effect, Layer, Option, type Redacted, Schema, Stream } from "e
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { AdminApi } from "./AdminApi.ts"
-import { NewPet, type Pet, type PetId } from "./Pet.ts"
-import { type ListPetsQuery, PetstoreApi } from "./PetstoreApi.ts"
+import { NewOrder, type Order, type OrderId } from "./Order.ts"
+import { NewPet, type Pet, type PetId, PetPatch } from "./Pet.ts"
+import { type ListOrdersQuery, type ListPetsQuery, PetstoreApi } from "./PetstoreApi.ts"
 
 /** The contract's paths carry `/v1` already, so a base URL that ends in it is taken back to its origin. */
 const originOf = (baseUrl: string) => baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "")
@@ -22,6 +23,18 @@ export interface PetPage {
   readonly pets: ReadonlyArray<Pet>
   readonly next: Option.Option<string>
 }
+
+/** `GET /v1/store/orders`'s query: every field optional (`limit` defaults to 20 on the server). */
+export type ListOrdersOptions = typeof ListOrdersQuery.Type
+
+/** One page of `GET /v1/store/orders`, and the cursor of the next one when more orders follow. */
+export interface OrderPage {
+  readonly orders: ReadonlyArray<Order>
+  readonly next: Option.Option<string>
+}
+
+/** The fields of a pet to change, as a plain object. */
+export type PetPatchInput = typeof PetPatch.Encoded
 
 /**
  * The `cursor` of a `Link: <…>; rel="next"` header. The URL is not followed as
@@ -59,6 +72,12 @@ export const makePetstoreClient = Effect.fnUntraced(function*(options: {
     return page
   })
 
+  const listOrders = Effect.fn("PetstoreClient.listOrders")(function*(query: ListOrdersOptions = {}) {
+    const { body, headers } = yield* api.store.listOrders({ query })
+    const page: OrderPage = { orders: body, next: nextCursor(headers.link) }
+    return page
+  })
+
   return {
     /** One page of pets in ascending id order; `next` continues after it. */
     listPets,
@@ -85,7 +104,67 @@ export const makePetstoreClient = Effect.fnUntraced(function*(options: {
 
     /** @deprecated The service removes `GET /v1/pets/{petId}` on 2030-12-05: use `listPets`. */
     getPet: Effect.fn("PetstoreClient.getPet")(function*(petId: PetId) {
-      return yield* api.pets.getPet({ params: { petId } })
+      return (yield* api.pets.getPet({ params: { petId } })).body
+    }),
+
+    /**
+     * Beta. Changes a pet's `name` and/or `categoryId`. With `ifMatch` (an
+     * `etag` this returned before), only if the pet is still that version:
+     * else it fails with `PreconditionFailed`.
+     */
+    updatePet: Effect.fn("PetstoreClient.updatePet")(function*(
+      petId: PetId,
+      patch: PetPatchInput,
+      options: { readonly ifMatch?: string } = {}
+    ) {
+      const payload = yield* Schema.decodeEffect(PetPatch)(patch)
+      const headers = options.ifMatch === undefined ? {} : { "if-match": options.ifMatch }
+      const { body, headers: answered } = yield* api.pets.updatePet({ params: { petId }, payload, headers })
+      return { pet: body, etag: answered.etag }
+    }),
+
+    /** Beta, staff keys only. Deletes a pet that has no open order; with `ifMatch`, only that version of it. */
+    deletePet: Effect.fn("PetstoreClient.deletePet")(function*(petId: PetId, options: { readonly ifMatch?: string } = {}) {
+      const headers = options.ifMatch === undefined ? {} : { "if-match": options.ifMatch }
+      yield* api.pets.deletePet({ params: { petId }, headers })
+    }),
+
+    /**
+     * Beta. Orders an `available` pet, which becomes `pending`. With
+     * `idempotencyKey`, a retry returns the order placed the first time.
+     */
+    placeOrder: Effect.fn("PetstoreClient.placeOrder")(function*(
+      order: typeof NewOrder.Encoded,
+      options: { readonly idempotencyKey?: string } = {}
+    ) {
+      const payload = yield* Schema.decodeEffect(NewOrder)(order)
+      const headers = options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey }
+      return (yield* api.store.placeOrder({ payload, headers })).body
+    }),
+
+    /** Beta. One page of the caller's orders (a staff key's: every order) in ascending id order. */
+    listOrders,
+
+    /** Beta. Every order the query matches, page after page. */
+    allOrders: (query: Omit<ListOrdersOptions, "cursor"> = {}) =>
+      Stream.paginate(undefined as string | undefined, (cursor) =>
+        listOrders(cursor === undefined ? query : { ...query, cursor }).pipe(
+          Effect.map((page) => [page.orders, page.next] as const)
+        )),
+
+    /** Beta. One order of the caller (a staff key: any order). */
+    getOrder: Effect.fn("PetstoreClient.getOrder")(function*(orderId: OrderId) {
+      return yield* api.store.getOrder({ params: { orderId } })
+    }),
+
+    /** Beta. Cancels a placed order; its pet is available again. */
+    cancelOrder: Effect.fn("PetstoreClient.cancelOrder")(function*(orderId: OrderId) {
+      return yield* api.store.cancelOrder({ params: { orderId } })
+    }),
+
+    /** Beta, staff keys only. Delivers a placed order; its pet is sold. */
+    deliverOrder: Effect.fn("PetstoreClient.deliverOrder")(function*(orderId: OrderId) {
+      return yield* api.store.deliverOrder({ params: { orderId } })
     }),
 
     /** The calling key's quotas and any ban; costs no quota. */

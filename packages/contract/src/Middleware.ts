@@ -1,6 +1,6 @@
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import type { ApiKeyId } from "./AdminApi.ts"
+import type { ApiKeyId, KeyRole } from "./AdminApi.ts"
 import { InvalidRequest, PayloadTooLarge, RateLimited, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
 import type { Plan } from "./Plan.ts"
 
@@ -16,6 +16,7 @@ const bearer = HttpApiSecurity.http({ scheme: "bearer" })
 export class CurrentApiKey extends Context.Service<CurrentApiKey, {
   readonly id: ApiKeyId
   readonly plan: Plan
+  readonly role: KeyRole
 }>()("@petstore/contract/CurrentApiKey") {}
 
 /**

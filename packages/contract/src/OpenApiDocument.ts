@@ -102,7 +102,7 @@ export interface DocumentRules {
   /** Reusable header definitions, put under `components.headers`. */
   readonly headers: Readonly<Record<string, DocumentedHeader>>
   /** Which headers an answer carries, all required: by status (`"*"` for every answer), and by operation. */
-  readonly headersOf: (operationId: string, status: number) => ReadonlyArray<string>
+  readonly headersOf: (operationId: string, status: number, operation: Json) => ReadonlyArray<string>
 }
 
 const isErrorStatus = (status: string) => Number(status) >= 400
@@ -120,6 +120,12 @@ export const documentApi = (rules: DocumentRules) => (spec: Json): Json => {
 
   /** An error class's schema may be replaced by Error only if Error describes every field it has. */
   const asErrorSchema = (schema: Json): Json => {
+    // Several errors at one status (two 409s) are generated as a union of their schemas: each member must fit.
+    const members: Array<Json> | undefined = schema.anyOf ?? schema.oneOf
+    if (members !== undefined) {
+      for (const member of members) asErrorSchema(member)
+      return { $ref: errorRef }
+    }
     const ref: string | undefined = schema.$ref
     if (ref === undefined || ref === errorRef) return { $ref: errorRef }
     const name = ref.replace("#/components/schemas/", "")
@@ -147,7 +153,7 @@ export const documentApi = (rules: DocumentRules) => (spec: Json): Json => {
           Object.entries((response.headers ?? {}) as Json).map(([name, header]) => [headerName(name), header])
         )
         const edge = Object.fromEntries(
-          rules.headersOf(operation.operationId, Number(status)).map((name) => [name, { $ref: `#/components/headers/${name}` }])
+          rules.headersOf(operation.operationId, Number(status), operation).map((name) => [name, { $ref: `#/components/headers/${name}` }])
         )
         const headers = { ...edge, ...generated }
         responses[status] = {

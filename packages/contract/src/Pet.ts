@@ -99,3 +99,34 @@ export const Pet = Schema.Struct({
 export type Pet = typeof Pet.Type
 
 export const Pets = Schema.Array(Pet).annotate({ identifier: "Pets", description: "A page of pets, in ascending id order" })
+
+/**
+ * What `PATCH /pets/{petId}` may change: `name` and `categoryId`, each checked
+ * as on create. Anything else is refused, `status` included: a pet's status
+ * changes only through its orders.
+ */
+export const PetPatch = Schema.Struct({
+  name: Schema.optionalKey(PetName),
+  categoryId: Schema.optionalKey(CategoryId)
+}).annotate({
+  identifier: "PetPatch",
+  description: "The fields to change; those left out keep their value. `status` is not one of them: it changes through orders.",
+  messageUnexpectedKey: "Unknown field: only name and categoryId can be changed; status changes only through orders " +
+    "(place, cancel or deliver an order)"
+})
+export type PetPatch = typeof PetPatch.Type
+
+/**
+ * `If-Match` (RFC 9110 §13.1.1): `*`, or a list of entity tags as `ETag`
+ * gives them. Compared strongly: a weak tag (`W/"…"`) never matches, nor does
+ * anything that is not one of the pet's current tags, so a value that names no
+ * current version, however it is spelled, is 412, never 400.
+ */
+export const IfMatch = Schema.String.check(
+  // What HTTP lets a header carry (Node refuses control characters before any route, README "Errors").
+  Schema.isPattern(/^[\t\u0020-\u007e\u0080-\u00ff]*$/u, { expected: "a header value" })
+).annotate({
+  description: "The `ETag` of the pet as last read: the change is made only if the pet is still that version, " +
+    "else 412. `*` matches any current version.",
+  examples: ["\"1.1\""]
+})

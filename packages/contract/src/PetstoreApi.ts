@@ -1,12 +1,24 @@
 import { Schema, SchemaTransformation } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { ErrorBody, IdempotencyKeyInFlight, IdempotencyKeyReused, NotFound, ServiceUnavailable } from "./ApiError.ts"
+import {
+  ErrorBody,
+  Forbidden,
+  IdempotencyKeyInFlight,
+  IdempotencyKeyReused,
+  InvalidTransition,
+  NotFound,
+  PetHasOpenOrder,
+  PetNotAvailable,
+  PreconditionFailed,
+  ServiceUnavailable
+} from "./ApiError.ts"
 import { ApiKeyAuth, RequestValidation } from "./Middleware.ts"
 import { describeParameters, documentApi, linkResponse } from "./OpenApiDocument.ts"
-import { DECIMAL_SPELLING, DecimalId, NewPet, Pet, PetId, Pets, PetStatus } from "./Pet.ts"
+import { NewOrder, Order, OrderId, Orders, OrderStatus } from "./Order.ts"
+import { DECIMAL_SPELLING, DecimalId, IfMatch, NewPet, Pet, PetId, PetPatch, Pets, PetStatus } from "./Pet.ts"
 import { CostsNoQuota, RateLimitStatus } from "./RateLimit.ts"
 import { headerNames, headersOf, responseHeaders } from "./ResponseHeaders.ts"
-import { API_BASE_PATH, GET_PET_SUNSET } from "./Versioning.ts"
+import { API_BASE_PATH, GET_PET_SUNSET, Stability } from "./Versioning.ts"
 
 export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 100
@@ -124,6 +136,12 @@ function idempotencyKeyAsSent(): RegExp {
   return new RegExp(`^[${space}]*(?:${quoted}|${bare})[${space}]*$`, "u")
 }
 
+/** The pet's version, for `If-Match` on `PATCH` and `DELETE`: it changes whenever any field of the pet does. */
+export const PetETag = Schema.String.check(Schema.isPattern(/^"[1-9][0-9]{0,15}\.[1-9][0-9]{0,15}"$/u)).annotate({
+  description: "The pet's version (RFC 9110 strong entity tag): send it as `If-Match` to change or delete this version only",
+  examples: ["\"1.1\""]
+})
+
 const createPet = HttpApiEndpoint.post("createPet", "/pets", {
   headers: { "idempotency-key": Schema.optionalKey(IdempotencyKey) },
   payload: NewPet,
@@ -132,6 +150,7 @@ const createPet = HttpApiEndpoint.post("createPet", "/pets", {
       description: "Path of the created pet, `/v1/pets/{id}`",
       examples: ["/v1/pets/1"]
     }),
+    etag: PetETag,
     "idempotent-replayed": Schema.optionalKey(Schema.Literal("true").annotate({
       description: "Present when this is the stored answer to an earlier request with the same Idempotency-Key"
     }))
@@ -157,7 +176,7 @@ const createPet = HttpApiEndpoint.post("createPet", "/pets", {
 
 const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
   params: { petId: DecimalId },
-  success: Pet,
+  success: HttpApiSchema.WithHeaders(Pet, { etag: PetETag }),
   error: [NotFound, ServiceUnavailable]
 }).annotateMerge(OpenApi.annotations({
   identifier: "getPet",
@@ -169,11 +188,185 @@ const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
   })
 }))
 
+/**
+ * Annotations of a beta operation (README "Stability"): `x-stability: beta`
+ * in the OpenAPI document, beside the operation's own transform. The
+ * `Stability` header on its answers follows from the `Stability` annotation.
+ */
+const betaOperation = (annotations: {
+  readonly identifier: string
+  readonly summary: string
+  readonly description: string
+  readonly transform?: (operation: Record<string, any>) => Record<string, any>
+}) =>
+  OpenApi.annotations({
+    ...annotations,
+    transform: (operation) => ({ ...(annotations.transform?.(operation) ?? operation), "x-stability": "beta" })
+  })
+
+const petIdParameter = describeParameters({
+  petId: { value: PetId, description: `The pet's id, a positive integer up to 2^53 − 1. ${DECIMAL_SPELLING}.` }
+})
+
+const ifMatchHeader = { "if-match": Schema.optionalKey(IfMatch) }
+
+const updatePet = HttpApiEndpoint.patch("updatePet", "/pets/:petId", {
+  params: { petId: DecimalId },
+  headers: ifMatchHeader,
+  payload: PetPatch,
+  success: HttpApiSchema.WithHeaders(Pet, { etag: PetETag }),
+  error: [NotFound, PreconditionFailed, ServiceUnavailable]
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
+  identifier: "updatePet",
+  summary: "Change a pet's name or category",
+  description: "Changes `name` and/or `categoryId`, checked as on create; unknown fields are refused, and so is `status`, " +
+    "which changes only through orders. With `If-Match`, only if the pet is still that version (else 412).",
+  transform: petIdParameter
+}))
+
+const deletePet = HttpApiEndpoint.delete("deletePet", "/pets/:petId", {
+  params: { petId: DecimalId },
+  headers: ifMatchHeader,
+  success: HttpApiSchema.NoContent,
+  error: [Forbidden, NotFound, PreconditionFailed, PetHasOpenOrder, ServiceUnavailable]
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
+  identifier: "deletePet",
+  summary: "Delete a pet",
+  description: "Staff keys only (else 403). Refused with 409 while the pet has an open order. " +
+    "With `If-Match`, only if the pet is still that version (else 412).",
+  transform: petIdParameter
+}))
+
 export class PetsGroup extends HttpApiGroup.make("pets")
-  .add(listPets, createPet, getPet)
+  .add(listPets, createPet, getPet, updatePet, deletePet)
   .middleware(RequestValidation)
   .middleware(ApiKeyAuth)
   .annotate(OpenApi.Description, "Animals available for adoption: list them, add one, fetch one by id")
+{}
+
+export const ListOrdersQuery = Schema.Struct({
+  limit: Schema.optionalKey(PageSize.annotate({
+    description: `Maximum number of orders returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`
+  })),
+  status: Schema.optionalKey(OrderStatus),
+  cursor: Schema.optionalKey(Schema.String.annotate({
+    description: "Opaque position from a previous page's `Link: <…>; rel=\"next\"` header"
+  }))
+})
+
+const listOrdersParameters = describeParameters({
+  limit: {
+    value: Schema.toType(PageSize),
+    description: `Maximum number of orders returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}). ${DECIMAL_SPELLING}.`
+  },
+  cursor: {
+    value: Schema.String.check(Schema.isPattern(cursorAsIssued())),
+    description: "Where the page starts: copy it from the previous page's `Link: <…>; rel=\"next\"` URL. " +
+      "Leave it out for the first page. Treat it as opaque; any value this version did not issue is 400.",
+    offByDefault: { summary: "A cursor from a Link header (leave it out for the first page)", value: "YWZ0ZXI6MjA" }
+  }
+})
+
+const orderIdParameter = describeParameters({
+  orderId: { value: OrderId, description: `The order's id, a positive integer up to 2^53 − 1. ${DECIMAL_SPELLING}.` }
+})
+
+/** From a placed order to what can be done with it next, by the `id` in the answer. */
+const orderLinks = {
+  getOrder: { operationId: "getOrder", parameters: { orderId: "$response.body#/id" }, description: "This order, by its `id`" },
+  cancelOrder: {
+    operationId: "cancelOrder",
+    parameters: { orderId: "$response.body#/id" },
+    description: "Cancel this order: its pet is available again"
+  },
+  deliverOrder: {
+    operationId: "deliverOrder",
+    parameters: { orderId: "$response.body#/id" },
+    description: "Deliver this order (staff keys): its pet is sold"
+  }
+}
+
+const placeOrder = HttpApiEndpoint.post("placeOrder", "/store/orders", {
+  headers: { "idempotency-key": Schema.optionalKey(IdempotencyKey) },
+  payload: NewOrder,
+  success: HttpApiSchema.WithHeaders(Order.pipe(HttpApiSchema.status(201)), {
+    location: Schema.String.check(Schema.isPattern(/^\/v1\/store\/orders\/[1-9][0-9]{0,15}$/u)).annotate({
+      description: "Path of the placed order, `/v1/store/orders/{id}`",
+      examples: ["/v1/store/orders/1"]
+    }),
+    "idempotent-replayed": Schema.optionalKey(Schema.Literal("true").annotate({
+      description: "Present when this is the stored answer to an earlier request with the same Idempotency-Key"
+    }))
+  }),
+  error: [NotFound, PetNotAvailable, IdempotencyKeyInFlight, IdempotencyKeyReused, ServiceUnavailable]
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
+  identifier: "placeOrder",
+  summary: "Order a pet",
+  description: "Places an order for an `available` pet, which becomes `pending` in the same transaction. " +
+    "Of concurrent orders for one pet exactly one succeeds; the others get 409 `pet_not_available`. " +
+    "With `Idempotency-Key`, a retry returns the original answer.",
+  transform: (operation) =>
+    linkResponse(201, orderLinks)(describeParameters({
+      "idempotency-key": {
+        offByDefault: { summary: "A new unique value for each new order", value: "0b8e6f52-3c1d-4a7e-9f20-6d4c8b1a2e95" }
+      }
+    })(operation))
+}))
+
+const listOrders = HttpApiEndpoint.get("listOrders", "/store/orders", {
+  query: ListOrdersQuery,
+  success: HttpApiSchema.WithHeaders(Orders, {
+    link: Schema.optionalKey(Schema.String.annotate({ description: "`<url>; rel=\"next\"` when more orders follow" }))
+  }),
+  error: ServiceUnavailable
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
+  identifier: "listOrders",
+  summary: "List orders",
+  description: "The caller's orders (a staff key's: every order), in ascending id order, a page at a time " +
+    "(keyset pagination through the `Link` header, as `GET /pets`).",
+  transform: listOrdersParameters
+}))
+
+const getOrder = HttpApiEndpoint.get("getOrder", "/store/orders/:orderId", {
+  params: { orderId: DecimalId },
+  success: Order,
+  error: [NotFound, ServiceUnavailable]
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
+  identifier: "getOrder",
+  summary: "Get an order",
+  description: "One of the caller's orders (a staff key: any order). Another customer's order is 404.",
+  transform: orderIdParameter
+}))
+
+const cancelOrder = HttpApiEndpoint.post("cancelOrder", "/store/orders/:orderId/cancel", {
+  params: { orderId: DecimalId },
+  success: Order,
+  error: [NotFound, InvalidTransition, ServiceUnavailable]
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
+  identifier: "cancelOrder",
+  summary: "Cancel an order",
+  description: "Moves a `placed` order to `cancelled` and its pet back to `available`, together. " +
+    "An order in any other status is 409 `invalid_transition`.",
+  transform: orderIdParameter
+}))
+
+const deliverOrder = HttpApiEndpoint.post("deliverOrder", "/store/orders/:orderId/deliver", {
+  params: { orderId: DecimalId },
+  success: Order,
+  error: [Forbidden, NotFound, InvalidTransition, ServiceUnavailable]
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
+  identifier: "deliverOrder",
+  summary: "Deliver an order",
+  description: "Staff keys only (else 403). Moves a `placed` order to `delivered` and its pet to `sold`, together. " +
+    "An order in any other status is 409 `invalid_transition`.",
+  transform: orderIdParameter
+}))
+
+export class StoreGroup extends HttpApiGroup.make("store")
+  .add(placeOrder, listOrders, getOrder, cancelOrder, deliverOrder)
+  .middleware(RequestValidation)
+  .middleware(ApiKeyAuth)
+  .annotate(OpenApi.Description, "Orders of pets: an order holds its pet pending until it is delivered or cancelled (beta)")
 {}
 
 const rateLimit = HttpApiEndpoint.get("rateLimit", "/rate_limit", { success: RateLimitStatus })
@@ -193,6 +386,7 @@ export class AccountGroup extends HttpApiGroup.make("account")
 /** The public API, version 1: everything under `/v1`. */
 export class PetstoreApi extends HttpApi.make("petstore")
   .add(PetsGroup)
+  .add(StoreGroup)
   .add(AccountGroup)
   .prefix(API_BASE_PATH)
   .annotate(HttpApi.ParseOptions, { errors: "all" })

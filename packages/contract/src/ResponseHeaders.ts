@@ -66,6 +66,11 @@ export const responseHeaders = {
   "Link": {
     schema: Schema.Literal(getPetDeprecationHeaders.link),
     description: "The operation that replaces this one"
+  },
+  "Stability": {
+    schema: Schema.Literal("beta"),
+    description: "This operation is beta: fields may be added; a breaking change is announced in the changelog, " +
+      "with `Deprecation` first"
   }
 } satisfies Record<string, DocumentedHeader>
 
@@ -76,7 +81,9 @@ export const headerNames: Record<string, string> = {
   ...Object.fromEntries(Object.keys(responseHeaders).map((name) => [name.toLowerCase(), name])),
   location: "Location",
   "idempotent-replayed": "Idempotent-Replayed",
-  "idempotency-key": "Idempotency-Key"
+  "idempotency-key": "Idempotency-Key",
+  etag: "ETag",
+  "if-match": "If-Match"
 }
 
 const everyAnswer: ReadonlyArray<ResponseHeaderName> = ["Cache-Control", "X-Content-Type-Options", "X-Request-Id"]
@@ -89,13 +96,19 @@ const rateLimits: ReadonlyArray<ResponseHeaderName> = [
 ]
 
 /**
- * The edge's headers on an answer of an operation. A 503 may come from the
+ * The edge's headers on an answer of an operation (`operation` as the
+ * document has it: a beta one's answers carry `Stability`). A 503 may come from the
  * quota store itself, so its rate-limit headers are not promised.
  */
-export const headersOf = (operationId: string, status: number): ReadonlyArray<ResponseHeaderName> => [
+export const headersOf = (
+  operationId: string,
+  status: number,
+  operation: { readonly "x-stability"?: unknown } = {}
+): ReadonlyArray<ResponseHeaderName> => [
   ...everyAnswer,
   ...(status === 503 ? [] : rateLimits),
   ...(status === 429 || status === 503 ? ["Retry-After" as const] : []),
   ...(status === 401 ? ["WWW-Authenticate" as const] : []),
-  ...(operationId === "getPet" ? ["Deprecation" as const, "Sunset" as const, "Link" as const] : [])
+  ...(operationId === "getPet" ? ["Deprecation" as const, "Sunset" as const, "Link" as const] : []),
+  ...(operation["x-stability"] === "beta" ? ["Stability" as const] : [])
 ]

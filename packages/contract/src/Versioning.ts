@@ -1,3 +1,5 @@
+import { Context } from "effect"
+
 /** The version segment (spec §9): the prefix of every path, and the end of every server URL in the OpenAPI document. */
 export const API_BASE_PATH = "/v1"
 
@@ -17,3 +19,14 @@ export const getPetDeprecationHeaders = {
   sunset: GET_PET_SUNSET.toUTCString(),
   link: `<${API_BASE_PATH}/pets>; rel="successor-version"`
 } as const
+
+/**
+ * An operation's stability (README "Stability"). Operations without it are
+ * stable. A `beta` operation carries `x-stability: beta` in the OpenAPI
+ * document and `Stability: beta` on every answer: fields may be added to it,
+ * and a breaking change is announced in the changelog, with `Deprecation` first.
+ */
+export class Stability extends Context.Service<Stability, "beta">()("@petstore/contract/Stability") {}
+
+/** The `Stability` header of every answer of a beta operation. */
+export const betaStabilityHeader = { stability: "beta" } as const

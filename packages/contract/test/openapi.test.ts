@@ -3,7 +3,7 @@ import { Exit, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
 import { describe, expect, it } from "vitest"
 import { committedDocumentPath, renderDocument } from "../scripts/openapi.ts"
-import { documentedPetstoreApi, IdempotencyKey, NewPet, PetstoreApi } from "../src/index.ts"
+import { documentedPetstoreApi, errorStatusByCode, IdempotencyKey, NewPet, PetstoreApi } from "../src/index.ts"
 
 const spec = OpenApi.fromApi(PetstoreApi) as any
 
@@ -62,14 +62,52 @@ describe("the OpenAPI document generated from the contract", () => {
   })
 
   it("names the operations exactly as the spec does: listPets, createPet, getPet", () => {
-    expect(operations().map(({ operation }) => operation.operationId).sort()).toEqual(
+    // The stable operations are the spec's; the beta ones (issue 13) are checked below.
+    expect(operations().filter(({ operation }) => operation["x-stability"] === undefined).map(({ operation }) => operation.operationId).sort()).toEqual(
       ["createPet", "getPet", "getRateLimit", "listPets"]
     )
   })
 
+  it("marks every new operation, and only those, x-stability: beta, with the Stability header on every answer", () => {
+    const beta = operations().filter(({ operation }) => operation["x-stability"] === "beta")
+    expect(beta.map(({ operation }) => operation.operationId).sort()).toEqual(
+      ["cancelOrder", "deletePet", "deliverOrder", "getOrder", "listOrders", "placeOrder", "updatePet"]
+    )
+    for (const { operation } of beta) {
+      for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
+        expect(response.headers?.Stability, `${operation.operationId} ${status}`).toEqual({ $ref: "#/components/headers/Stability" })
+      }
+    }
+    for (const { operation } of operations().filter(({ operation }) => operation["x-stability"] === undefined)) {
+      for (const response of Object.values(operation.responses as Record<string, any>)) expect(response.headers?.Stability).toBeUndefined()
+    }
+  })
+
+  it("links placeOrder's answer to getOrder, cancelOrder and deliverOrder by the order's id", () => {
+    const links = spec.paths["/store/orders"].post.responses["201"].links
+    for (const operationId of ["getOrder", "cancelOrder", "deliverOrder"]) {
+      expect(links[operationId]).toMatchObject({ operationId, parameters: { orderId: "$response.body#/id" } })
+    }
+  })
+
+  it("documents the ETag of every Pet answer and If-Match on PATCH and DELETE", () => {
+    expect(spec.paths["/pets"].post.responses["201"].headers.ETag).toBeDefined()
+    expect(spec.paths["/pets/{petId}"].get.responses["200"].headers.ETag).toBeDefined()
+    expect(spec.paths["/pets/{petId}"].patch.responses["200"].headers.ETag).toBeDefined()
+    for (const method of ["patch", "delete"]) {
+      expect(spec.paths["/pets/{petId}"][method].parameters).toContainEqual(
+        expect.objectContaining({ name: "If-Match", in: "header", required: false })
+      )
+      expect(spec.paths["/pets/{petId}"][method].responses["412"]).toBeDefined()
+    }
+  })
+
   it("puts /v1 in the servers and every path relative to them; a deployment's servers replace the default", () => {
     expect(spec.servers).toEqual([{ url: "/v1", description: expect.any(String) }])
-    expect(Object.keys(spec.paths).sort()).toEqual(["/pets", "/pets/{petId}", "/rate_limit"])
+    expect(Object.keys(spec.paths).filter((path) => !path.startsWith("/store/")).sort()).toEqual(["/pets", "/pets/{petId}", "/rate_limit"])
+    expect(Object.keys(spec.paths).filter((path) => path.startsWith("/store/")).sort()).toEqual(
+      ["/store/orders", "/store/orders/{orderId}", "/store/orders/{orderId}/cancel", "/store/orders/{orderId}/deliver"]
+    )
     const configured = OpenApi.fromApi(documentedPetstoreApi([
       { url: "https://pets.example.com/v1", description: "Production" },
       { url: "https://staging.pets.example.com/v1", description: "Staging" }
@@ -198,5 +236,14 @@ describe("the document's patterns say what the contract decodes", () => {
 describe("the committed openapi.json", () => {
   it("is exactly what the contract generates (regenerate: pnpm --filter @petstore/contract openapi)", () => {
     expect(readFileSync(committedDocumentPath, "utf8")).toBe(renderDocument())
+  })
+})
+
+describe("the README's error table", () => {
+  it("lists every error code with its status, as errorStatusByCode has them", () => {
+    const readme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8")
+    for (const [code, status] of Object.entries(errorStatusByCode)) {
+      expect(readme, code).toMatch(new RegExp(`^\\| \`${code}\` \\| ${status} \\|`, "m"))
+    }
   })
 })

@@ -2,6 +2,7 @@ import {
   type ApiKeyId,
   type CreateKeyRequest,
   InvalidRequest,
+  type KeyRole,
   type Plan,
   planQuotas,
   type QuotaLimits,
@@ -18,6 +19,7 @@ export interface ApiKey {
   readonly name: string
   readonly plan: Plan
   readonly limits: QuotaLimits
+  readonly role: KeyRole
   readonly createdAt: Date
 }
 
@@ -43,6 +45,7 @@ interface ApiKeyRow {
   readonly plan: Plan
   readonly per_minute: number | null
   readonly per_day: number | null
+  readonly role: KeyRole
   readonly created_at: Date | string
 }
 
@@ -53,6 +56,7 @@ const toApiKey = (row: ApiKeyRow): ApiKey => ({
   limits: row.plan === "enterprise"
     ? { perMinute: row.per_minute!, perDay: row.per_day! }
     : planQuotas[row.plan],
+  role: row.role,
   createdAt: new Date(row.created_at)
 })
 
@@ -100,7 +104,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const announceChange = (id: ApiKeyId) => db.query(sql`SELECT pg_notify(${KEYS_CHANGED_CHANNEL}, ${id})`)
 
       const find = (id: ApiKeyId) =>
-        db.query<ApiKeyRow>(sql`SELECT id, name, plan, per_minute, per_day, created_at FROM api_keys WHERE id = ${id} AND revoked_at IS NULL`).pipe(
+        db.query<ApiKeyRow>(sql`SELECT id, name, plan, per_minute, per_day, role, created_at FROM api_keys WHERE id = ${id} AND revoked_at IS NULL`).pipe(
           Effect.map((rows) => Option.map(Option.fromUndefinedOr(rows[0]), toApiKey))
         )
 
@@ -112,7 +116,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         const cached = cache.get(hash)
         if (cached !== undefined && cached.expiresAt > now) return Option.some(cached.key)
         const rows = yield* db.query<ApiKeyRow>(
-          sql`SELECT id, name, plan, per_minute, per_day, created_at FROM api_keys WHERE secret_hash = ${hash} AND revoked_at IS NULL`
+          sql`SELECT id, name, plan, per_minute, per_day, role, created_at FROM api_keys WHERE secret_hash = ${hash} AND revoked_at IS NULL`
         )
         const key = Option.map(Option.fromUndefinedOr(rows[0]), toApiKey)
         if (Option.isSome(key)) {
@@ -128,10 +132,10 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         yield* checkPlanLimits(request.plan, request.limits)
         const secret = newSecret()
         const [row] = yield* db.query<ApiKeyRow>(sql`
-          INSERT INTO api_keys (id, secret_hash, name, plan, per_minute, per_day)
+          INSERT INTO api_keys (id, secret_hash, name, plan, per_minute, per_day, role)
           VALUES (${newKeyId()}, ${hashSecret(secret)}, ${request.name ?? ""}, ${request.plan},
-                  ${request.limits?.perMinute ?? null}, ${request.limits?.perDay ?? null})
-          RETURNING id, name, plan, per_minute, per_day, created_at`)
+                  ${request.limits?.perMinute ?? null}, ${request.limits?.perDay ?? null}, ${request.role ?? "customer"})
+          RETURNING id, name, plan, per_minute, per_day, role, created_at`)
         return { key: toApiKey(row!), secret }
       })
 
@@ -144,9 +148,10 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           : undefined)
         yield* checkPlanLimits(plan, plan === "enterprise" ? limits : request.limits)
         const rows = yield* db.query<ApiKeyRow>(sql`
-          UPDATE api_keys SET plan = ${plan}, per_minute = ${limits?.perMinute ?? null}, per_day = ${limits?.perDay ?? null}
+          UPDATE api_keys SET plan = ${plan}, per_minute = ${limits?.perMinute ?? null}, per_day = ${limits?.perDay ?? null},
+            role = ${request.role ?? existing.value.role}
           WHERE id = ${id} AND revoked_at IS NULL
-          RETURNING id, name, plan, per_minute, per_day, created_at`)
+          RETURNING id, name, plan, per_minute, per_day, role, created_at`)
         cache.clear()
         yield* announceChange(id)
         return Option.map(Option.fromUndefinedOr(rows[0]), toApiKey)
@@ -162,7 +167,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       })
 
       const list = db.query<ApiKeyRow>(
-        sql`SELECT id, name, plan, per_minute, per_day, created_at FROM api_keys WHERE revoked_at IS NULL ORDER BY created_at, id`
+        sql`SELECT id, name, plan, per_minute, per_day, role, created_at FROM api_keys WHERE revoked_at IS NULL ORDER BY created_at, id`
       ).pipe(Effect.map((rows) => rows.map(toApiKey)))
 
       return ApiKeys.of({ find, authenticate, create, list, update, revoke })

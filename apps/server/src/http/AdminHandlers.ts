@@ -6,7 +6,14 @@ import { Quota } from "../quota/Quota.ts"
 import { quotaReport } from "./rateLimitHeaders.ts"
 
 const toView = (key: ApiKey) =>
-  new ApiKeyView({ id: key.id, name: key.name, plan: key.plan, limits: key.limits, createdAt: key.createdAt.toISOString() })
+  new ApiKeyView({
+    id: key.id,
+    name: key.name,
+    plan: key.plan,
+    limits: key.limits,
+    ...(key.role === "staff" ? { role: key.role } : {}),
+    createdAt: key.createdAt.toISOString()
+  })
 
 const noSuchKey = (id: ApiKeyId) => new NotFound({ message: `No live API key has id ${id}` })
 

@@ -1,18 +1,26 @@
 import { CurrentApiKey, DEFAULT_PAGE_SIZE, NotFound, PetstoreApi } from "@petstore/contract"
 import { Effect, Option } from "effect"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
+import { etagOf, PetChanges } from "../pets/PetChanges.ts"
 import { type CreatedPet, PetCreation } from "../pets/PetCreation.ts"
-import { Pets } from "../pets/Pets.ts"
+import { Pets, type StoredPet } from "../pets/Pets.ts"
 import { dieOnDatabaseError } from "./errors.ts"
 import { decodeCursor, pageHeaders } from "./pagination.ts"
 import { PublicUrl } from "./PublicUrl.ts"
 
 /** 201 with the pet's `Location`, and `Idempotent-Replayed` when it is the stored answer to a retry. */
-const createdAnswer = ({ pet, replayed }: CreatedPet) =>
+const createdAnswer = ({ stored, replayed }: CreatedPet) =>
   HttpApiSchema.withHeaders({
-    body: pet,
-    headers: { location: `/v1/pets/${pet.id}`, ...(replayed ? { "idempotent-replayed": "true" as const } : {}) }
+    body: stored.pet,
+    headers: {
+      location: `/v1/pets/${stored.pet.id}`,
+      etag: etagOf(stored),
+      ...(replayed ? { "idempotent-replayed": "true" as const } : {})
+    }
   })
+
+/** The pet with its `ETag`. */
+const versionedAnswer = (stored: StoredPet) => HttpApiSchema.withHeaders({ body: stored.pet, headers: { etag: etagOf(stored) } })
 
 export const PetsHandlers = HttpApiBuilder.group(
   PetstoreApi,
@@ -20,6 +28,7 @@ export const PetsHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const pets = yield* Pets
     const petCreation = yield* PetCreation
+    const petChanges = yield* PetChanges
     const publicUrl = yield* PublicUrl
 
     return handlers
@@ -40,8 +49,12 @@ export const PetsHandlers = HttpApiBuilder.group(
           dieOnDatabaseError,
           Effect.flatMap(Option.match({
             onNone: () => Effect.fail(new NotFound({ message: `No pet has id ${params.petId}` })),
-            onSome: Effect.succeed
+            onSome: (stored) => Effect.succeed(versionedAnswer(stored))
           }))
         ))
+      .handle("updatePet", ({ params, payload, headers }) =>
+        petChanges.update(params.petId, payload, headers["if-match"]).pipe(dieOnDatabaseError, Effect.map(versionedAnswer)))
+      .handle("deletePet", ({ params, headers }) =>
+        CurrentApiKey.use((key) => petChanges.remove(params.petId, headers["if-match"], key)).pipe(dieOnDatabaseError))
   })
 )

@@ -1,4 +1,4 @@
-import { InvalidRequest, type PetStatus } from "@petstore/contract"
+import { InvalidRequest } from "@petstore/contract"
 import { Effect, Option } from "effect"
 
 /**
@@ -22,14 +22,16 @@ export const decodeCursor = (cursor: string | undefined) => {
 }
 
 /**
- * The headers of a page of `GET /v1/pets`: when more pets follow, a `Link` to
- * the next page, the same query continued after this page's last pet.
- * `absolute` turns the path into the URL clients use (`PublicUrl`).
+ * The headers of a page of `GET /v1/pets` (or of another list at `path`,
+ * `GET /v1/store/orders`): when more items follow, a `Link` to the next page,
+ * the same query continued after this page's last item. `absolute` turns the
+ * path into the URL clients use (`PublicUrl`).
  */
 export const pageHeaders = (
   nextAfter: Option.Option<number>,
-  query: { readonly limit: number; readonly status: PetStatus | undefined },
-  absolute: (path: string) => string
+  query: { readonly limit: number; readonly status: string | undefined },
+  absolute: (path: string) => string,
+  path = "/v1/pets"
 ): { readonly link?: string } =>
   Option.match(nextAfter, {
     onNone: () => ({}),
@@ -37,6 +39,6 @@ export const pageHeaders = (
       const params = new URLSearchParams({ limit: String(query.limit) })
       if (query.status !== undefined) params.set("status", query.status)
       params.set("cursor", encodeCursor(afterId))
-      return { link: `<${absolute(`/v1/pets?${params}`)}>; rel="next"` }
+      return { link: `<${absolute(`${path}?${params}`)}>; rel="next"` }
     }
   })

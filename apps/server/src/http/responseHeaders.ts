@@ -1,4 +1,4 @@
-import { getPetDeprecationHeaders, PetstoreApi } from "@petstore/contract"
+import { betaStabilityHeader, getPetDeprecationHeaders, PetstoreApi } from "@petstore/contract"
 import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
@@ -22,7 +22,8 @@ const challengeIfUnauthorized = (realm: string) => (response: HttpServerResponse
  * Route middleware of every route under `/v1`, outermost: whatever failed
  * inside (quota admission included) gets the Error shape, and every answer the
  * headers that depend only on its route and status: caching and sniffing, the
- * deprecation of a deprecated operation, the challenge of a 401. The quota's
+ * deprecation of a deprecated operation, the stability of a beta one, the
+ * challenge of a 401. The quota's
  * headers are quota admission's (quotaAdmission.ts).
  */
 export const v1ResponseHeaders = Effect.map(routeTable(PetstoreApi), (table) =>
@@ -30,12 +31,14 @@ export const v1ResponseHeaders = Effect.map(routeTable(PetstoreApi), (table) =>
     answerEveryFailure(httpEffect).pipe(
       Effect.flatMap(challengeIfUnauthorized("petstore")),
       Effect.flatMap((response) =>
-        HttpRouter.RouteContext.useSync((context) =>
-          HttpServerResponse.setHeaders(response, {
+        HttpRouter.RouteContext.useSync((context) => {
+          const operation = table.matched(context)
+          return HttpServerResponse.setHeaders(response, {
             ...everyV1Answer,
-            ...(Option.exists(table.matched(context), (operation) => operation.deprecated) ? getPetDeprecationHeaders : {})
+            ...(Option.exists(operation, ({ deprecated }) => deprecated) ? getPetDeprecationHeaders : {}),
+            ...(Option.exists(operation, ({ beta }) => beta) ? betaStabilityHeader : {})
           })
-        )
+        })
       )
     ))
 

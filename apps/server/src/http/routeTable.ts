@@ -1,4 +1,4 @@
-import { CostsNoQuota } from "@petstore/contract"
+import { CostsNoQuota, Stability } from "@petstore/contract"
 import { Context, Effect, Option } from "effect"
 import { FindMyWay, HttpRouter } from "effect/http"
 import { OpenApi } from "effect/http-api"
@@ -10,6 +10,8 @@ export interface Operation {
   readonly deprecated: boolean
   /** Answered without spending quota (a banned key is still refused). */
   readonly costsNoQuota: boolean
+  /** A beta operation: every answer says so (`Stability: beta`). */
+  readonly beta: boolean
 }
 
 /** The part of an `HttpApi` this module reads. */
@@ -57,7 +59,8 @@ export const routeTable = Effect.fnUntraced(function*(api: ApiRoutes) {
       method: endpoint.method,
       path: endpoint.path,
       deprecated: Context.getOrUndefined(endpoint.annotations, OpenApi.Deprecated) === true,
-      costsNoQuota: Context.getOrUndefined(endpoint.annotations, CostsNoQuota) === true
+      costsNoQuota: Context.getOrUndefined(endpoint.annotations, CostsNoQuota) === true,
+      beta: Context.getOrUndefined(endpoint.annotations, Stability) === "beta"
     }))
   )
   const matcher = FindMyWay.make<Operation>(yield* HttpRouter.RouterConfig)

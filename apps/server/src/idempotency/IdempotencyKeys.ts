@@ -1,17 +1,18 @@
-import type { NewPet, Pet } from "@petstore/contract"
+import type { NewPet } from "@petstore/contract"
 import { Context, Effect, Layer, Option, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { Database } from "../db/Database.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { sql } from "../db/sql.ts"
-import { type PetRow, toPet } from "../pets/Pets.ts"
+import { type OrderRow, toOrder } from "../orders/Orders.ts"
+import { type StoredPet, toStoredPet, type VersionedPetRow } from "../pets/Pets.ts"
 
 /** What a request carrying an Idempotency-Key may do. */
 export type Claim =
   /** First use (or the earlier one expired or died before creating anything): create, holding `token`. */
   | { readonly _tag: "Claimed"; readonly token: string }
-  /** Done before with the same body: answer with that pet again. */
-  | { readonly _tag: "Replay"; readonly petId: number }
+  /** Done before with the same body: answer with what it created again (a pet, or an order). */
+  | { readonly _tag: "Replay"; readonly id: number }
   /** Used before with another body. */
   | { readonly _tag: "Mismatch" }
   /** The first request with this key is still being processed. */
@@ -51,7 +52,23 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
    * statement. None when the claim was lost (taken over as abandoned) and
    * nothing was created.
    */
-  readonly completeClaim: (claim: HeldClaim, pet: NewPet) => Effect.Effect<Option.Option<Pet>, DatabaseError>
+  readonly completeClaim: (claim: HeldClaim, pet: NewPet) => Effect.Effect<Option.Option<StoredPet>, DatabaseError>
+  /**
+   * Places the order the claim was taken for and completes the claim, in one
+   * statement, as `Orders.place` places one. When the pet is not available
+   * (or gone) nothing is placed and the claim is released, so that a retry
+   * tries again: only a placed order is replayed. `Lost` when the claim was
+   * taken over as abandoned.
+   */
+  readonly completeOrderClaim: (
+    claim: HeldClaim,
+    petId: number
+  ) => Effect.Effect<
+    | { readonly _tag: "Placed"; readonly order: import("@petstore/contract").Order }
+    | { readonly _tag: "NotPlaced" }
+    | { readonly _tag: "Lost" },
+    DatabaseError
+  >
 }>()("@petstore/server/idempotency/IdempotencyKeys") {
   static readonly layer = Layer.effect(
     IdempotencyKeys,
@@ -68,7 +85,7 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
       interface Row {
         readonly claimed: boolean | null
         readonly request_hash: string | null
-        readonly pet_id: number | null
+        readonly done_id: number | null
       }
 
       const claim = Effect.fn("IdempotencyKeys.claim")(function*(scope: ClaimScope, requestHash: string) {
@@ -78,23 +95,24 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
             INSERT INTO idempotency_keys AS k (api_key_id, key, request_hash, claim_token)
             VALUES (${scope.apiKeyId}, ${scope.key}, ${requestHash}, ${token}::uuid)
             ON CONFLICT (api_key_id, key) DO UPDATE
-              SET request_hash = EXCLUDED.request_hash, claim_token = EXCLUDED.claim_token, pet_id = NULL, created_at = now()
+              SET request_hash = EXCLUDED.request_hash, claim_token = EXCLUDED.claim_token, pet_id = NULL, order_id = NULL,
+                  created_at = now()
               WHERE k.created_at < now() - ${KEPT}::interval
-                 OR (k.pet_id IS NULL AND k.created_at < now() - ${ABANDONED_AFTER}::interval)
+                 OR (k.pet_id IS NULL AND k.order_id IS NULL AND k.created_at < now() - ${ABANDONED_AFTER}::interval)
             RETURNING true AS claimed
           )
-          SELECT (SELECT claimed FROM claimed) AS claimed, k.request_hash, k.pet_id
+          SELECT (SELECT claimed FROM claimed) AS claimed, k.request_hash, COALESCE(k.pet_id, k.order_id) AS done_id
           FROM (SELECT 1) AS one
           LEFT JOIN idempotency_keys AS k ON k.api_key_id = ${scope.apiKeyId} AND k.key = ${scope.key}`)
         if (row?.claimed) return { _tag: "Claimed", token } as const
         // Not claimed and not yet visible: another request holds it at this very moment.
         if (row?.request_hash === null || row?.request_hash === undefined) return { _tag: "InFlight" } as const
         if (row.request_hash !== requestHash) return { _tag: "Mismatch" } as const
-        return row.pet_id === null ? { _tag: "InFlight" } as const : { _tag: "Replay", petId: row.pet_id } as const
+        return row.done_id === null ? { _tag: "InFlight" } as const : { _tag: "Replay", id: Number(row.done_id) } as const
       })
 
       const completeClaim = Effect.fn("IdempotencyKeys.completeClaim")(function*(claim: HeldClaim, pet: NewPet) {
-        const rows = yield* db.query<PetRow>(sql`
+        const rows = yield* db.query<VersionedPetRow>(sql`
           WITH owned AS (
             SELECT 1 FROM idempotency_keys
             WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND claim_token = ${claim.token}::uuid AND pet_id IS NULL
@@ -102,16 +120,46 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
           ), pet AS (
             INSERT INTO pets (name, category_id, status)
             SELECT ${pet.name}, ${pet.categoryId}, ${pet.status} FROM owned
-            RETURNING id, name, category_id, status
+            RETURNING id, name, category_id, status, version
           ), completed AS (
             UPDATE idempotency_keys SET pet_id = (SELECT id FROM pet)
             WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND EXISTS (SELECT 1 FROM pet)
           )
           SELECT * FROM pet`)
-        return Option.map(Option.fromUndefinedOr(rows[0]), toPet)
+        return Option.map(Option.fromUndefinedOr(rows[0]), toStoredPet)
       })
 
-      return IdempotencyKeys.of({ claim, completeClaim })
+      const completeOrderClaim = Effect.fn("IdempotencyKeys.completeOrderClaim")(function*(claim: HeldClaim, petId: number) {
+        const [row] = yield* db.query<{ readonly owned: boolean } & { readonly [K in keyof OrderRow]: OrderRow[K] | null }>(sql`
+          WITH owned AS (
+            SELECT 1 FROM idempotency_keys
+            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND claim_token = ${claim.token}::uuid
+              AND pet_id IS NULL AND order_id IS NULL
+            FOR UPDATE
+          ), pet AS (
+            UPDATE pets SET status = 'pending', version = version + 1
+            WHERE id = ${petId}::bigint AND status = 'available' AND EXISTS (SELECT 1 FROM owned)
+            RETURNING id
+          ), placed AS (
+            INSERT INTO orders (pet_id, open_pet_id, api_key_id, status)
+            SELECT id, id, ${claim.apiKeyId}, 'placed' FROM pet
+            RETURNING id, pet_id, status, placed_at, updated_at
+          ), completed AS (
+            UPDATE idempotency_keys SET order_id = (SELECT id FROM placed)
+            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND EXISTS (SELECT 1 FROM placed)
+          ), released AS (
+            DELETE FROM idempotency_keys
+            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND claim_token = ${claim.token}::uuid
+              AND EXISTS (SELECT 1 FROM owned) AND NOT EXISTS (SELECT 1 FROM placed)
+          )
+          SELECT EXISTS (SELECT 1 FROM owned) AS owned, placed.id, placed.pet_id, placed.status, placed.placed_at, placed.updated_at
+          FROM (SELECT 1) AS one LEFT JOIN placed ON true`)
+        if (!row?.owned) return { _tag: "Lost" } as const
+        if (row.id === null) return { _tag: "NotPlaced" } as const
+        return { _tag: "Placed", order: toOrder(row as OrderRow) } as const
+      })
+
+      return IdempotencyKeys.of({ claim, completeClaim, completeOrderClaim })
     })
   )
 }

@@ -1,13 +1,13 @@
-import { IdempotencyKeyInFlight, IdempotencyKeyReused, type NewPet, type Pet } from "@petstore/contract"
+import { IdempotencyKeyInFlight, IdempotencyKeyReused, type NewPet } from "@petstore/contract"
 import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
-import { Pets } from "./Pets.ts"
+import { Pets, type StoredPet } from "./Pets.ts"
 
 /** The pet a create answers with; `replayed` when it is the stored answer to an earlier request with the same Idempotency-Key. */
 export interface CreatedPet {
-  readonly pet: Pet
+  readonly stored: StoredPet
   readonly replayed: boolean
 }
 
@@ -42,8 +42,8 @@ export class PetCreation extends Context.Service<PetCreation, {
       const idempotencyKeys = yield* IdempotencyKeys
 
       /** A pet the claim's own insert or an earlier request created; none when another process holds the claim now. */
-      const orInFlight = (pet: Option.Option<Pet>, replayed: boolean) =>
-        Option.match(pet, { onNone: () => Effect.fail(inFlight), onSome: (pet) => Effect.succeed({ pet, replayed }) })
+      const orInFlight = (pet: Option.Option<StoredPet>, replayed: boolean) =>
+        Option.match(pet, { onNone: () => Effect.fail(inFlight), onSome: (stored) => Effect.succeed({ stored, replayed }) })
 
       const createOnce = Effect.fn("PetCreation.createOnce")(function*(pet: NewPet, apiKeyId: string, key: string) {
         const claim = yield* idempotencyKeys.claim({ apiKeyId, key }, requestHash(pet))
@@ -51,7 +51,7 @@ export class PetCreation extends Context.Service<PetCreation, {
           case "Claimed":
             return yield* orInFlight(yield* idempotencyKeys.completeClaim({ apiKeyId, key, token: claim.token }, pet), false)
           case "Replay":
-            return yield* orInFlight(yield* pets.get(claim.petId), true)
+            return yield* orInFlight(yield* pets.get(claim.id), true)
           case "Mismatch":
             return yield* reused
           case "InFlight":
@@ -61,7 +61,7 @@ export class PetCreation extends Context.Service<PetCreation, {
 
       return PetCreation.of({
         create: Effect.fn("PetCreation.create")(function*(pet, { apiKeyId, idempotencyKey }) {
-          if (idempotencyKey === undefined) return { pet: yield* pets.create(pet), replayed: false }
+          if (idempotencyKey === undefined) return { stored: yield* pets.create(pet), replayed: false }
           return yield* createOnce(pet, apiKeyId, idempotencyKey)
         })
       })

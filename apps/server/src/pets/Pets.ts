@@ -1,8 +1,8 @@
-import type { NewPet, Pet, PetStatus } from "@petstore/contract"
+import type { NewPet, Pet, PetPatch, PetStatus } from "@petstore/contract"
 import { Context, Effect, Exit, Layer, Option, Request, RequestResolver } from "effect"
 import { failAll } from "../db/batch.ts"
 import { Database } from "../db/Database.ts"
-import type { DatabaseError } from "../db/DatabaseError.ts"
+import { DatabaseError, errorCode } from "../db/DatabaseError.ts"
 import { arrayLiteral, sql } from "../db/sql.ts"
 
 export interface PetPage {
@@ -27,13 +27,38 @@ export interface PetRow {
 
 export const toPet = (row: PetRow): Pet => ({ id: row.id, name: row.name, categoryId: row.category_id, status: row.status })
 
+/** A row with its version, as the statements that answer with an `ETag` return it (`RETURNING …, version`). */
+export interface VersionedPetRow extends PetRow {
+  readonly version: number
+}
+
+/** A pet and its version: every change of any of its fields (its status included) gives it a new one. */
+export interface StoredPet {
+  readonly pet: Pet
+  readonly version: number
+}
+
+export const toStoredPet = (row: VersionedPetRow): StoredPet => ({ pet: toPet(row), version: row.version })
+
+/**
+ * What `If-Match` asks for: any current version (`*`, or no header at all),
+ * or one of these versions of this pet.
+ */
+export type PetPrecondition = { readonly _tag: "Any" } | { readonly _tag: "Versions"; readonly versions: ReadonlyArray<number> }
+
+/** Why a change was not made: no such pet, or it is no longer the version If-Match named. */
+export type PetChangeRefusal = "Missing" | "Stale"
+
+const anyVersion = (precondition: PetPrecondition) => precondition._tag === "Any"
+const versionsOf = (precondition: PetPrecondition) => precondition._tag === "Any" ? [] : precondition.versions
+
 interface ListPets extends Request.Request<PetPage, DatabaseError> {
   readonly query: PageQuery
 }
-interface CreatePet extends Request.Request<Pet, DatabaseError> {
+interface CreatePet extends Request.Request<StoredPet, DatabaseError> {
   readonly pet: NewPet
 }
-interface GetPet extends Request.Request<Option.Option<Pet>, DatabaseError> {
+interface GetPet extends Request.Request<Option.Option<StoredPet>, DatabaseError> {
   readonly id: number
 }
 const ListPets = Request.of<ListPets>()
@@ -50,8 +75,22 @@ const GetPet = Request.of<GetPet>()
  */
 export class Pets extends Context.Service<Pets, {
   readonly list: (query: PageQuery) => Effect.Effect<PetPage, DatabaseError>
-  readonly create: (pet: NewPet) => Effect.Effect<Pet, DatabaseError>
-  readonly get: (id: number) => Effect.Effect<Option.Option<Pet>, DatabaseError>
+  readonly create: (pet: NewPet) => Effect.Effect<StoredPet, DatabaseError>
+  readonly get: (id: number) => Effect.Effect<Option.Option<StoredPet>, DatabaseError>
+  /** Changes the fields the patch names, if the precondition holds; a patch that changes nothing keeps the version. */
+  readonly update: (
+    id: number,
+    patch: PetPatch,
+    precondition: PetPrecondition
+  ) => Effect.Effect<StoredPet, PetChangeRefusal | DatabaseError>
+  /**
+   * Deletes the pet if the precondition holds. `HasOpenOrder` when an order
+   * of it is open: the schema refuses it (`orders.open_pet_id` references the pet).
+   */
+  readonly remove: (
+    id: number,
+    precondition: PetPrecondition
+  ) => Effect.Effect<void, PetChangeRefusal | "HasOpenOrder" | DatabaseError>
 }>()("@petstore/server/pets/Pets") {
   static readonly layer = Layer.effect(
     Pets,
@@ -99,7 +138,7 @@ export class Pets extends Context.Service<Pets, {
       // Identities are drawn in the order the rows are inserted, so the new ids, sorted, follow the batch's order.
       const createTogether = RequestResolver.make<CreatePet>((entries) => {
         const pets = entries.map((entry) => entry.request.pet)
-        return db.query<PetRow>(sql`
+        return db.query<VersionedPetRow>(sql`
           INSERT INTO pets (name, category_id, status)
           SELECT name, category_id, status
           FROM unnest(${arrayLiteral(pets.map((p) => p.name))}::text[],
@@ -107,27 +146,27 @@ export class Pets extends Context.Service<Pets, {
                       ${arrayLiteral(pets.map((p) => p.status))}::text[])
             WITH ORDINALITY AS input(name, category_id, status, ordinal)
           ORDER BY ordinal
-          RETURNING id, name, category_id, status`).pipe(
+          RETURNING id, name, category_id, status, version`).pipe(
           Effect.match({
             onFailure: failAll(entries),
             onSuccess: (rows) => {
               const inOrder = [...rows].sort((a, b) => a.id - b.id)
-              entries.forEach((entry, index) => entry.completeUnsafe(Exit.succeed(toPet(inOrder[index]!))))
+              entries.forEach((entry, index) => entry.completeUnsafe(Exit.succeed(toStoredPet(inOrder[index]!))))
             }
           })
         )
       })
 
       const getTogether = RequestResolver.make<GetPet>((entries) =>
-        db.query<PetRow>(sql`
-          SELECT id, name, category_id, status FROM pets
+        db.query<VersionedPetRow>(sql`
+          SELECT id, name, category_id, status, version FROM pets
           WHERE id = ANY(${arrayLiteral(entries.map((entry) => entry.request.id))}::bigint[])`).pipe(
           Effect.match({
             onFailure: failAll(entries),
             onSuccess: (rows) => {
               const byId = new Map(rows.map((row) => [row.id, row]))
               for (const entry of entries) {
-                entry.completeUnsafe(Exit.succeed(Option.map(Option.fromUndefinedOr(byId.get(entry.request.id)), toPet)))
+                entry.completeUnsafe(Exit.succeed(Option.map(Option.fromUndefinedOr(byId.get(entry.request.id)), toStoredPet)))
               }
             }
           })
@@ -137,10 +176,47 @@ export class Pets extends Context.Service<Pets, {
       const batchSize = RequestResolver.batchN(200)
       const [list, create, get] = [batchSize(listTogether), batchSize(createTogether), batchSize(getTogether)]
 
+      /** After a change matched no row: the pet is gone, or it is there in another version. */
+      const refusalOf = (id: number) =>
+        db.query(sql`SELECT 1 FROM pets WHERE id = ${id}::bigint`).pipe(
+          Effect.flatMap((rows) => Effect.fail<PetChangeRefusal>(rows.length === 0 ? "Missing" : "Stale"))
+        )
+
+      const update = Effect.fn("Pets.update")(function*(id: number, patch: PetPatch, precondition: PetPrecondition) {
+        const [row] = yield* db.query<VersionedPetRow>(sql`
+          UPDATE pets SET
+            name = COALESCE(${patch.name ?? null}::text, name),
+            category_id = COALESCE(${patch.categoryId ?? null}::bigint, category_id),
+            version = version + CASE
+              WHEN (COALESCE(${patch.name ?? null}::text, name), COALESCE(${patch.categoryId ?? null}::bigint, category_id))
+                IS DISTINCT FROM (name, category_id) THEN 1 ELSE 0 END
+          WHERE id = ${id}::bigint
+            AND (${anyVersion(precondition)}::boolean OR version = ANY(${arrayLiteral(versionsOf(precondition))}::integer[]))
+          RETURNING id, name, category_id, status, version`)
+        return row === undefined ? yield* refusalOf(id) : toStoredPet(row)
+      })
+
+      const remove = Effect.fn("Pets.remove")(function*(id: number, precondition: PetPrecondition) {
+        const rows = yield* db.query(sql`
+          DELETE FROM pets
+          WHERE id = ${id}::bigint
+            AND (${anyVersion(precondition)}::boolean OR version = ANY(${arrayLiteral(versionsOf(precondition))}::integer[]))
+          RETURNING id`).pipe(
+            // 23503: an open order refers to the pet (orders.open_pet_id).
+            Effect.catchIf(
+              (error): error is DatabaseError => error instanceof DatabaseError && errorCode(error.cause) === "23503",
+              () => Effect.fail("HasOpenOrder" as const)
+            )
+          )
+        if (rows.length === 0) return yield* refusalOf(id)
+      })
+
       return Pets.of({
         list: (query) => Effect.request(ListPets({ query }), list),
         create: (pet) => Effect.request(CreatePet({ pet }), create),
-        get: (id) => Effect.request(GetPet({ id }), get)
+        get: (id) => Effect.request(GetPet({ id }), get),
+        update,
+        remove
       })
     })
   )

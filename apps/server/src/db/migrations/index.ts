@@ -4,6 +4,9 @@ import createQuotaUsage from "./0003_create_quota_usage.ts"
 import quotaAdmitMany from "./0004_quota_admit_many.ts"
 import createIdempotencyKeys from "./0005_create_idempotency_keys.ts"
 import quotaWindowsOnlyMoveForward from "./0006_quota_windows_only_move_forward.ts"
+import apiKeyRoles from "./0007_api_key_roles.ts"
+import petVersions from "./0008_pet_versions.ts"
+import createOrders from "./0009_create_orders.ts"
 
 export interface Migration {
   /** Versions only grow; a released migration is never edited, a new one is added. */
@@ -18,5 +21,8 @@ export const migrations: ReadonlyArray<Migration> = [
   createQuotaUsage,
   quotaAdmitMany,
   createIdempotencyKeys,
-  quotaWindowsOnlyMoveForward
+  quotaWindowsOnlyMoveForward,
+  apiKeyRoles,
+  petVersions,
+  createOrders
 ]

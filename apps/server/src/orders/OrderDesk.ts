@@ -1,0 +1,140 @@
+import {
+  Forbidden,
+  IdempotencyKeyInFlight,
+  IdempotencyKeyReused,
+  InvalidTransition,
+  NotFound,
+  type Order,
+  PetNotAvailable
+} from "@petstore/contract"
+import { Context, Effect, Layer, Option } from "effect"
+import { createHash } from "node:crypto"
+import type { DatabaseError } from "../db/DatabaseError.ts"
+import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
+import { type MoveRefusal, type OrderPage, type OrderPageQuery, Orders, type OrderScope, type PlaceRefusal } from "./Orders.ts"
+
+/** The caller, as far as orders go: whose orders it sees, and whether it is staff. */
+export interface Caller {
+  readonly id: string
+  readonly role: "customer" | "staff"
+}
+
+/** The order a placement answers with; `replayed` when it is the stored answer to an earlier request with the same Idempotency-Key. */
+export interface PlacedOrder {
+  readonly order: Order
+  readonly replayed: boolean
+}
+
+/** A customer sees its own orders, staff every order; another customer's order does not exist for it (404, never 403). */
+const scopeOf = (caller: Caller): OrderScope => caller.role === "staff" ? { _tag: "Every" } : { _tag: "Own", apiKeyId: caller.id }
+
+/** Distinct from every createPet hash (a JSON array of three), so a key reused across the two is a mismatch, never a replay. */
+const requestHash = (petId: number) => createHash("sha256").update(JSON.stringify(["placeOrder", petId])).digest("hex")
+
+const inFlight = new IdempotencyKeyInFlight({
+  message: "A request with this Idempotency-Key is still being processed; retry shortly"
+})
+
+const reused = new IdempotencyKeyReused({
+  message: "This Idempotency-Key was already used with a different body; use a new key for a new order"
+})
+
+const placeRefused = (petId: number) => (refusal: PlaceRefusal) =>
+  refusal._tag === "PetMissing"
+    ? new NotFound({ message: `No pet has id ${petId}` })
+    : new PetNotAvailable({ message: `Pet ${petId} is ${refusal.status}, not available: it cannot be ordered` })
+
+const noSuchOrder = (orderId: number) => new NotFound({ message: `No order has id ${orderId}` })
+
+const moveRefused = (orderId: number, verb: string) => (refusal: MoveRefusal): Effect.Effect<never, NotFound | InvalidTransition> => {
+  if (refusal._tag === "OrderMissing") return Effect.fail(noSuchOrder(orderId))
+  // A placed order always moves; refusing one would be a bug.
+  if (refusal.status === "placed") return Effect.die(new Error(`order ${orderId} is placed but did not move`))
+  return Effect.fail(
+    new InvalidTransition({ message: `Order ${orderId} is ${refusal.status}: only a placed order can be ${verb}` })
+  )
+}
+
+/**
+ * What a request does with orders, across tables: who may see and move which
+ * order (roles, ownership), placing once per Idempotency-Key, and each
+ * refusal as the contract's error. The statements are `Orders`' (and, for a
+ * placement with a key, `IdempotencyKeys.completeOrderClaim`).
+ */
+export class OrderDesk extends Context.Service<OrderDesk, {
+  readonly place: (
+    petId: number,
+    caller: Caller,
+    idempotencyKey: string | undefined
+  ) => Effect.Effect<PlacedOrder, NotFound | PetNotAvailable | IdempotencyKeyInFlight | IdempotencyKeyReused | DatabaseError>
+  readonly list: (caller: Caller, query: OrderPageQuery) => Effect.Effect<OrderPage, DatabaseError>
+  readonly get: (orderId: number, caller: Caller) => Effect.Effect<Order, NotFound | DatabaseError>
+  readonly cancel: (orderId: number, caller: Caller) => Effect.Effect<Order, NotFound | InvalidTransition | DatabaseError>
+  readonly deliver: (
+    orderId: number,
+    caller: Caller
+  ) => Effect.Effect<Order, Forbidden | NotFound | InvalidTransition | DatabaseError>
+}>()("@petstore/server/orders/OrderDesk") {
+  static readonly layer = Layer.effect(
+    OrderDesk,
+    Effect.gen(function*() {
+      const orders = yield* Orders
+      const idempotencyKeys = yield* IdempotencyKeys
+
+      const placeOnce = Effect.fn("OrderDesk.placeOnce")(function*(petId: number, caller: Caller, key: string) {
+        const scope = { apiKeyId: caller.id, key }
+        const claim = yield* idempotencyKeys.claim(scope, requestHash(petId))
+        switch (claim._tag) {
+          case "Claimed": {
+            const outcome = yield* idempotencyKeys.completeOrderClaim({ ...scope, token: claim.token }, petId)
+            if (outcome._tag === "Placed") return { order: outcome.order, replayed: false }
+            if (outcome._tag === "Lost") return yield* inFlight
+            return yield* Effect.flatMap(orders.placeRefusal(petId), (refusal) => Effect.fail(placeRefused(petId)(refusal)))
+          }
+          case "Replay": {
+            const order = yield* orders.get({ _tag: "Own", apiKeyId: caller.id }, claim.id)
+            return yield* Option.match(order, {
+              onNone: () => Effect.fail(inFlight),
+              onSome: (order) => Effect.succeed({ order, replayed: true })
+            })
+          }
+          case "Mismatch":
+            return yield* reused
+          case "InFlight":
+            return yield* inFlight
+        }
+      })
+
+      return OrderDesk.of({
+        place: Effect.fn("OrderDesk.place")(function*(petId, caller, idempotencyKey) {
+          if (idempotencyKey !== undefined) return yield* placeOnce(petId, caller, idempotencyKey)
+          const order = yield* orders.place(petId, caller.id).pipe(
+            Effect.catchIf(
+              (error): error is PlaceRefusal => "_tag" in error && (error._tag === "PetMissing" || error._tag === "PetNotAvailable"),
+              (refusal) => Effect.fail(placeRefused(petId)(refusal))
+            )
+          )
+          return { order, replayed: false }
+        }),
+        list: (caller, query) => orders.list(scopeOf(caller), query),
+        get: (orderId, caller) =>
+          orders.get(scopeOf(caller), orderId).pipe(
+            Effect.flatMap(Option.match({ onNone: () => Effect.fail(noSuchOrder(orderId)), onSome: Effect.succeed }))
+          ),
+        cancel: (orderId, caller) =>
+          orders.move(scopeOf(caller), orderId, "cancelled").pipe(
+            Effect.catchIf(isMoveRefusal, (refusal) => moveRefused(orderId, "cancelled")(refusal))
+          ),
+        deliver: Effect.fn("OrderDesk.deliver")(function*(orderId, caller) {
+          if (caller.role !== "staff") return yield* new Forbidden({ message: "Delivering an order needs a staff API key" })
+          return yield* orders.move(scopeOf(caller), orderId, "delivered").pipe(
+            Effect.catchIf(isMoveRefusal, (refusal) => moveRefused(orderId, "delivered")(refusal))
+          )
+        })
+      })
+    })
+  )
+}
+
+const isMoveRefusal = (error: MoveRefusal | DatabaseError): error is MoveRefusal =>
+  error._tag === "OrderMissing" || error._tag === "NotPlaced"

@@ -1,0 +1,157 @@
+import type { Order, OrderStatus, PetStatus } from "@petstore/contract"
+import { Context, Effect, Layer, Option } from "effect"
+import { Database } from "../db/Database.ts"
+import type { DatabaseError } from "../db/DatabaseError.ts"
+import { sql } from "../db/sql.ts"
+
+/** A row of the orders table as its statements return it. */
+export interface OrderRow {
+  readonly id: number
+  readonly pet_id: number
+  readonly status: OrderStatus
+  readonly placed_at: Date | string
+  readonly updated_at: Date | string
+}
+
+export const toOrder = (row: OrderRow): Order => ({
+  id: Number(row.id),
+  petId: Number(row.pet_id),
+  status: row.status,
+  placedAt: new Date(row.placed_at).toISOString(),
+  updatedAt: new Date(row.updated_at).toISOString()
+})
+
+/** Whose orders a statement may see: one key's, or (a staff key) everyone's. */
+export type OrderScope = { readonly _tag: "Own"; readonly apiKeyId: string } | { readonly _tag: "Every" }
+
+export interface OrderPageQuery {
+  readonly limit: number
+  readonly status: OrderStatus | undefined
+  readonly after: number
+}
+
+export interface OrderPage {
+  readonly orders: ReadonlyArray<Order>
+  readonly nextAfter: Option.Option<number>
+}
+
+/** Why an order was not placed: the pet does not exist, or is not `available` (its status now). */
+export type PlaceRefusal = { readonly _tag: "PetMissing" } | { readonly _tag: "PetNotAvailable"; readonly status: PetStatus }
+
+/** Why an order did not move: no such order in scope, or it is not `placed` (its status now). */
+export type MoveRefusal = { readonly _tag: "OrderMissing" } | { readonly _tag: "NotPlaced"; readonly status: OrderStatus }
+
+/** Where each move takes an order, and its pet. */
+const moves = {
+  cancelled: "available",
+  delivered: "sold"
+} as const satisfies Record<Exclude<OrderStatus, "placed">, PetStatus>
+
+const everyKey = (scope: OrderScope) => scope._tag === "Every"
+const keyOf = (scope: OrderScope) => scope._tag === "Own" ? scope.apiKeyId : ""
+
+/**
+ * The orders table: all of its SQL is here, but the placement with an
+ * Idempotency-Key, which is one statement with the key's completion
+ * (`IdempotencyKeys.completeOrderClaim`, the same statement as `place` plus
+ * the claim).
+ *
+ * An order and its pet move together, each move one statement, so no crash or
+ * interleaving leaves them disagreeing. Those statements also write the pets
+ * table (its status and version only): they live here because what makes them
+ * correct is this table's protocol, `open_pet_id` (see the migration). Every
+ * statement that takes locks on both takes the pet's first (placing updates it,
+ * moving locks it `FOR UPDATE` before touching the order, deleting a pet
+ * deletes it), so none waits on another in a cycle.
+ */
+export class Orders extends Context.Service<Orders, {
+  /** Places an order for an available pet, which becomes `pending` in the same statement. */
+  readonly place: (petId: number, apiKeyId: string) => Effect.Effect<Order, PlaceRefusal | DatabaseError>
+  /** Why a placement of this pet was refused, as things stand now. */
+  readonly placeRefusal: (petId: number) => Effect.Effect<PlaceRefusal, DatabaseError>
+  readonly list: (scope: OrderScope, query: OrderPageQuery) => Effect.Effect<OrderPage, DatabaseError>
+  readonly get: (scope: OrderScope, id: number) => Effect.Effect<Option.Option<Order>, DatabaseError>
+  /** Moves a `placed` order to `to`, and its pet with it (`cancelled`: available, `delivered`: sold). */
+  readonly move: (
+    scope: OrderScope,
+    id: number,
+    to: keyof typeof moves
+  ) => Effect.Effect<Order, MoveRefusal | DatabaseError>
+}>()("@petstore/server/orders/Orders") {
+  static readonly layer = Layer.effect(
+    Orders,
+    Effect.gen(function*() {
+      const db = yield* Database
+
+      // Read after the statement, in a snapshot of its own: the state that refused it, not the one it started from.
+      const placeRefusal = (petId: number) =>
+        db.query<{ readonly status: PetStatus }>(sql`SELECT status FROM pets WHERE id = ${petId}::bigint`).pipe(
+          Effect.map(([row]): PlaceRefusal =>
+            row === undefined ? { _tag: "PetMissing" } : { _tag: "PetNotAvailable", status: row.status }
+          )
+        )
+
+      // Concurrent placements for one pet queue on its row lock; each re-reads the row once it is its turn, finds it
+      // pending, and places nothing. The unique open_pet_id would refuse a second open order anyway.
+      const place = Effect.fn("Orders.place")(function*(petId: number, apiKeyId: string) {
+        const [row] = yield* db.query<OrderRow>(sql`
+          WITH pet AS (
+            UPDATE pets SET status = 'pending', version = version + 1
+            WHERE id = ${petId}::bigint AND status = 'available'
+            RETURNING id
+          )
+          INSERT INTO orders (pet_id, open_pet_id, api_key_id, status)
+          SELECT id, id, ${apiKeyId}, 'placed' FROM pet
+          RETURNING id, pet_id, status, placed_at, updated_at`)
+        if (row !== undefined) return toOrder(row)
+        return yield* Effect.flatMap(placeRefusal(petId), (refusal) => Effect.fail(refusal))
+      })
+
+      const list = Effect.fn("Orders.list")(function*(scope: OrderScope, query: OrderPageQuery) {
+        const rows = yield* db.query<OrderRow>(sql`
+          SELECT id, pet_id, status, placed_at, updated_at FROM orders
+          WHERE id > ${query.after}::bigint
+            AND (${everyKey(scope)}::boolean OR api_key_id = ${keyOf(scope)})
+            AND (${query.status ?? null}::text IS NULL OR status = ${query.status ?? null}::text)
+          ORDER BY id LIMIT ${query.limit + 1}::integer`)
+        const shown = rows.slice(0, query.limit).map(toOrder)
+        return {
+          orders: shown,
+          nextAfter: rows.length > query.limit ? Option.some(shown.at(-1)!.id) : Option.none()
+        } satisfies OrderPage
+      })
+
+      const get = (scope: OrderScope, id: number) =>
+        db.query<OrderRow>(sql`
+          SELECT id, pet_id, status, placed_at, updated_at FROM orders
+          WHERE id = ${id}::bigint AND (${everyKey(scope)}::boolean OR api_key_id = ${keyOf(scope)})`).pipe(
+          Effect.map(([row]) => Option.map(Option.fromUndefinedOr(row), toOrder))
+        )
+
+      const move = Effect.fn("Orders.move")(function*(scope: OrderScope, id: number, to: keyof typeof moves) {
+        const [row] = yield* db.query<OrderRow>(sql`
+          WITH pet AS (
+            SELECT p.id FROM orders AS o JOIN pets AS p ON p.id = o.open_pet_id
+            WHERE o.id = ${id}::bigint AND (${everyKey(scope)}::boolean OR o.api_key_id = ${keyOf(scope)})
+            FOR UPDATE OF p
+          ), moved AS (
+            UPDATE orders SET status = ${to}::text, open_pet_id = NULL, updated_at = now()
+            WHERE id = ${id}::bigint AND status = 'placed' AND EXISTS (SELECT 1 FROM pet)
+            RETURNING id, pet_id, status, placed_at, updated_at
+          ), pet_moved AS (
+            UPDATE pets SET status = ${moves[to]}::text, version = pets.version + 1
+            FROM moved WHERE pets.id = moved.pet_id
+          )
+          SELECT * FROM moved`)
+        if (row !== undefined) return toOrder(row)
+        const now = yield* get(scope, id)
+        return yield* Option.match(now, {
+          onNone: () => Effect.fail<MoveRefusal>({ _tag: "OrderMissing" }),
+          onSome: (order) => Effect.fail<MoveRefusal>({ _tag: "NotPlaced", status: order.status })
+        })
+      })
+
+      return Orders.of({ place, placeRefusal, list, get, move })
+    })
+  )
+}

@@ -1,0 +1,68 @@
+import { Forbidden, NotFound, PetHasOpenOrder, type PetPatch, PreconditionFailed } from "@petstore/contract"
+import { Context, Effect, Layer } from "effect"
+import type { DatabaseError } from "../db/DatabaseError.ts"
+import { type PetChangeRefusal, type PetPrecondition, Pets, type StoredPet } from "./Pets.ts"
+
+/** A pet's `ETag`: its id and version, as a strong entity tag (RFC 9110). */
+export const etagOf = ({ pet, version }: StoredPet) => `"${pet.id}.${version}"`
+
+/**
+ * `If-Match` as this pet's versions: `*` (or no header) is any version; each
+ * strong tag of this pet names one; weak tags and other pets' tags name none
+ * (RFC 9110 compares If-Match strongly), so a list of only those never matches.
+ */
+export const preconditionOf = (petId: number, ifMatch: string | undefined): PetPrecondition => {
+  if (ifMatch === undefined || ifMatch.trim() === "*") return { _tag: "Any" }
+  const versions = [...ifMatch.matchAll(/(W\/)?"([^"]*)"/g)].flatMap(([, weak, tag]) => {
+    const match = weak === undefined ? /^([1-9][0-9]{0,15})\.([1-9][0-9]{0,15})$/.exec(tag!) : null
+    return match !== null && Number(match[1]) === petId ? [Number(match[2])] : []
+  })
+  return { _tag: "Versions", versions }
+}
+
+const refused = (petId: number) => (refusal: PetChangeRefusal) =>
+  refusal === "Missing"
+    ? new NotFound({ message: `No pet has id ${petId}` })
+    : new PreconditionFailed({
+      message: `Pet ${petId} has changed since the version If-Match names: read it again for its current ETag`
+    })
+
+/**
+ * Changing and deleting pets (beta): the `If-Match` precondition, and who may
+ * delete. A pet's status is not changed here: only orders move it (`Orders`).
+ */
+export class PetChanges extends Context.Service<PetChanges, {
+  readonly update: (
+    petId: number,
+    patch: PetPatch,
+    ifMatch: string | undefined
+  ) => Effect.Effect<StoredPet, NotFound | PreconditionFailed | DatabaseError>
+  readonly remove: (
+    petId: number,
+    ifMatch: string | undefined,
+    caller: { readonly role: "customer" | "staff" }
+  ) => Effect.Effect<void, Forbidden | NotFound | PreconditionFailed | PetHasOpenOrder | DatabaseError>
+}>()("@petstore/server/pets/PetChanges") {
+  static readonly layer = Layer.effect(
+    PetChanges,
+    Effect.gen(function*() {
+      const pets = yield* Pets
+      return PetChanges.of({
+        update: (petId, patch, ifMatch) =>
+          pets.update(petId, patch, preconditionOf(petId, ifMatch)).pipe(
+            Effect.catchIf((error) => error === "Missing" || error === "Stale", (refusal) => Effect.fail(refused(petId)(refusal)))
+          ),
+        remove: Effect.fn("PetChanges.remove")(function*(petId, ifMatch, caller) {
+          if (caller.role !== "staff") return yield* new Forbidden({ message: "Deleting a pet needs a staff API key" })
+          yield* pets.remove(petId, preconditionOf(petId, ifMatch)).pipe(
+            Effect.catchIf(
+              (error) => error === "HasOpenOrder",
+              () => Effect.fail(new PetHasOpenOrder({ message: `Pet ${petId} has an open order: cancel or deliver it first` }))
+            ),
+            Effect.catchIf((error) => error === "Missing" || error === "Stale", (refusal) => Effect.fail(refused(petId)(refusal)))
+          )
+        })
+      })
+    })
+  )
+}
