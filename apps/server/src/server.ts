@@ -2,8 +2,8 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer, Logger, Option, References } from "effect"
 import { FetchHttpClient, HttpRouter, HttpServer } from "effect/http"
 import { OtlpSerialization, OtlpTracer } from "effect/observability"
-import { createServer } from "node:http"
-import { createServer as createProbe, type Server } from "node:net"
+import { errorBodyOf, ServiceUnavailable } from "@petstore/contract"
+import { createServer, type Server } from "node:http"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, type AppConfigValues, describeConfig, quotaStoreKind, StartupError } from "./config.ts"
 import { Database } from "./db/Database.ts"
@@ -80,15 +80,29 @@ const cannotListen = (listener: Listener, cause: unknown) => {
   }
 }
 
-/** Binds the listener's address until the scope closes: the check, not the listener. */
+const stillStarting = JSON.stringify(errorBodyOf(new ServiceUnavailable({ message: "The server is starting; retry shortly" })))
+
+/**
+ * Binds the listener's address until the scope closes: the check, not the
+ * listener. A client that connects in those milliseconds is answered 503, not
+ * dropped: the server never accepts a connection it does not answer.
+ */
 const holdAddress = (listener: Listener) =>
   Effect.acquireRelease(
     Effect.callback<Server, StartupError>((resume) => {
-      const probe = createProbe()
+      const probe = createServer((_request, response) =>
+        response.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" })
+          .end(stillStarting)
+      )
       probe.once("error", (cause) => resume(Effect.fail(cannotListen(listener, cause))))
       probe.listen({ host: listener.host, port: listener.port, exclusive: true }, () => resume(Effect.succeed(probe)))
     }),
-    (probe) => Effect.callback<void>((resume) => void probe.close(() => resume(Effect.void)))
+    (probe) =>
+      Effect.callback<void>((resume) => {
+        probe.close(() => resume(Effect.void))
+        // Answered connections close themselves; one that never sent its request is cut after a second.
+        setTimeout(() => probe.closeAllConnections(), 1_000).unref()
+      })
   )
 
 /**
