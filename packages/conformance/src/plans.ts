@@ -180,6 +180,15 @@ const spendTheDay = (run: RunContext, key: ApiKey, quota: { perMinute: number; p
         run.progress(`${key.plan} daily: ${used}/${quota.perDay} requests today with ${key.label}`)
       }
     }
+    // The day's last admission often spends the minute too: wait that window out, so the refusal
+    // that follows can only come from the day (and its headers describe the day).
+    if (remaining === 0) {
+      const wait = reset * 1000 + 100 - Date.now()
+      if (wait > 0 && wait <= run.maxWaitSeconds * 1000) {
+        run.progress(`${key.plan} daily: the day is spent; waiting ${Math.ceil(wait / 1000)} s for the minute window to reset`)
+        yield* Effect.sleep(wait)
+      }
+    }
     const last = yield* http.send({ path: "/pets?limit=1", credential, retryWhenLimited: false })
     if (last.status !== 429) {
       return yield* failure(last, `status 429: the key has spent the ${quota.perDay} requests of its day (${counting})`)
