@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process"
 import { once } from "node:events"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { freePort } from "@petstore/test-support"
 import { afterAll, describe, expect, it, onTestFinished } from "vitest"
 import type { Deviation } from "./fixture/deviations.ts"
 import { startFixture } from "./fixture/server.ts"
@@ -188,11 +188,7 @@ describe("the command line", () => {
   })
 
   it("exits 2 when the base URL does not answer", async () => {
-    const probe = createServer().listen(0, "127.0.0.1")
-    await once(probe, "listening")
-    const { port } = probe.address() as { port: number }
-    probe.close()
-    await once(probe, "close")
+    const port = await freePort()
     const outcome = await conformance(["--base-url", `http://127.0.0.1:${port}/v1`], { CONFORMANCE_KEY_FREE: "fx_free_never_sent_0000" })
     expect(outcome.code).toBe(2)
     expect(outcome.stderr).toContain(`cannot reach http://127.0.0.1:${port}/v1: ECONNREFUSED`)

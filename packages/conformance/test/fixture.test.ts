@@ -1,6 +1,6 @@
 import { once } from "node:events"
 import { createServer as createHttpServer } from "node:http"
-import { createServer } from "node:net"
+import { freePort } from "@petstore/test-support"
 import { describe, expect, it, onTestFinished } from "vitest"
 import { InvalidKeys, InvalidOptions, runSuite, Unreachable } from "../src/index.ts"
 import { startFixture } from "./fixture/server.ts"
@@ -162,11 +162,7 @@ describe("the suite's output", () => {
 
 describe("runSuite refuses to start", () => {
   it("with Unreachable when nothing answers at the base URL", async () => {
-    const probe = createServer().listen(0, "127.0.0.1")
-    await once(probe, "listening")
-    const { port } = probe.address() as { port: number }
-    probe.close()
-    await once(probe, "close")
+    const port = await freePort()
     await expect(runSuite({ baseUrl: `http://127.0.0.1:${port}/v1`, keys: { free: ["fx_free_never_sent_0000"] } })).rejects
       .toBeInstanceOf(Unreachable)
   })
