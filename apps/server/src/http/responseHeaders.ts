@@ -1,5 +1,5 @@
 import { getPetDeprecationHeaders, PetstoreApi } from "@petstore/contract"
-import { Effect, Option } from "effect"
+import { Context, Effect, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { bearerChallenge } from "../auth/ApiKeyAuth.ts"
@@ -23,21 +23,22 @@ const challengeIfUnauthorized = (realm: string) => (response: HttpServerResponse
  * inside (quota admission included) gets the Error shape, and every answer the
  * headers that depend only on its route and status: caching and sniffing, the
  * deprecation of a deprecated operation, the challenge of a 401. The quota's
- * headers are quota admission's (quotaAdmission.ts).
+ * headers are quota admission's (quotaAdmission.ts). The two sets of headers a
+ * route can get are made once, not per request.
  */
-export const v1ResponseHeaders = Effect.map(routeTable(PetstoreApi), (table) =>
-  <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-    answerEveryFailure(httpEffect).pipe(
-      Effect.flatMap(challengeIfUnauthorized("petstore")),
-      Effect.flatMap((response) =>
-        HttpRouter.RouteContext.useSync((context) =>
-          HttpServerResponse.setHeaders(response, {
-            ...everyV1Answer,
-            ...(Option.exists(table.matched(context), (operation) => operation.deprecated) ? getPetDeprecationHeaders : {})
-          })
-        )
-      )
-    ))
+export const v1ResponseHeaders = Effect.map(routeTable(PetstoreApi), (table) => {
+  const deprecatedAnswer = { ...everyV1Answer, ...getPetDeprecationHeaders }
+  const challenge = challengeIfUnauthorized("petstore")
+  return <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+    Effect.flatMap(answerEveryFailure(httpEffect), (response) =>
+      Effect.withFiber((fiber) => {
+        const context = Context.getUnsafe(fiber.context, HttpRouter.RouteContext)
+        const headers = Option.exists(table.matched(context), (operation) => operation.deprecated) ? deprecatedAnswer : everyV1Answer
+        return response.status === 401
+          ? Effect.map(challenge(response), (challenged) => HttpServerResponse.setHeaders(challenged, headers))
+          : Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+      }))
+})
 
 /** Route middleware of the admin API: every failure gets the Error shape, every 401 (of the keys API and of /metrics) its challenge. */
 export const adminResponseHeaders = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
