@@ -10,7 +10,11 @@
  * Flags: --soak adds a steady run that samples resident memory every 10 s;
  * --quick measures only the list endpoint (server and both floors), for
  * iterating; --profile runs the server under `node --cpu-prof` for one list
- * run and prints where the profile is. `--growth` is ./growth.ts's.
+ * run and prints where the profile is. `--growth` is ./growth.ts's. With
+ * BENCH_BASELINE set to another server's main.ts (e.g. an older commit's tree,
+ * checked out inside the repository so that it resolves the same packages),
+ * --quick measures it too, alternating: an A/B of two versions under the same
+ * load, whatever else the machine is doing.
  *
  * Environment: DATABASE_URL (a database to create the bench database from;
  * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_ROUNDS (3),
@@ -162,7 +166,10 @@ const main = async () => {
     }
 
     const measured: ReadonlyArray<Endpoint> = quick ? ["list"] : endpoints
-    const targets = [["server", server], ["floor", floor], ["plain", plainFloor]] as const
+    const baselineMain = quick ? process.env.BENCH_BASELINE : undefined
+    const baseline = baselineMain === undefined ? [] : [["baseline", await startLogged("baseline", baselineMain, { DATABASE_URL: databaseUrl })] as const]
+    for (const [, target] of baseline) started.push(target.server)
+    const targets: ReadonlyArray<readonly [string, Target]> = [["server", server], ...baseline, ["floor", floor], ["plain", plainFloor]]
     console.log(`warming up (${measured.length * targets.length} × 3 s)`)
     for (const endpoint of measured) for (const [, target] of targets) await measure(target, endpoint, key, 3)
 
@@ -210,6 +217,7 @@ const main = async () => {
     if (quick) {
       const ratio = (a: string, b: string) => (perCpuSecond(combine(results.get(a)!)) / perCpuSecond(combine(results.get(b)!))).toFixed(2)
       console.log(`list: server ${ratio("server list", "floor list")}× the floor, ${ratio("server list", "plain list")}× the plain floor (req per CPU-s); load at start ${loadAtStart}, at end ${load()}`)
+      if (results.has("baseline list")) console.log(`list: server ${ratio("server list", "baseline list")}× the baseline (req per CPU-s)`)
     } else {
       writeFileSync(resultsFile, report({ results, pgVersion, effectVersion, autocannonVersion, soakSamples, loadAtStart, loadAtEnd: load() }) + keptAnalysis())
       console.log(`wrote ${resultsFile}`)
@@ -331,4 +339,5 @@ const report = (input: {
   return lines.join("\n") + "\n"
 }
 
-await main()
+if (process.argv.includes("--growth")) await import("./growth.ts")
+else await main()
