@@ -57,7 +57,8 @@ const listStatement = (status: string | null, after: number) => ({
        WHERE q.status IS NULL AND id > q.after ORDER BY id LIMIT q.take)
       UNION ALL
       (SELECT id, name, category_id, status FROM pets
-       WHERE pets.status = q.status AND id > q.after ORDER BY id LIMIT q.take)
+       WHERE q.status IS NOT NULL AND (pets.status, pets.id) > (q.status, q.after) AND pets.status <= q.status
+       ORDER BY pets.status, pets.id LIMIT q.take)
     ) AS p
     ORDER BY q.ordinal, p.id`,
   values: [`{${PAGE + 1}}`, status === null ? "{NULL}" : `{"${status}"}`, `{${after}}`]
