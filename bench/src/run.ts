@@ -18,7 +18,8 @@
  *
  * Environment: DATABASE_URL (a database to create the bench database from;
  * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_ROUNDS (3),
- * BENCH_SECONDS (8), BENCH_SOAK_SECONDS (300), BENCH_SOAK_RATE (1000 req/s).
+ * BENCH_SECONDS (8), BENCH_SOAK_SECONDS (300), BENCH_SOAK_RATE (1000 req/s),
+ * BENCH_SERVER_NODE_OPTIONS (Node flags for the server processes; none).
  */
 import { createKey, createTestDatabase, serverEntry, type ServerProcess } from "@petstore/test-support"
 import autocannon from "autocannon"
@@ -33,6 +34,8 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 8)
 const soak = process.argv.includes("--soak")
 const quick = process.argv.includes("--quick")
 const profile = process.argv.includes("--profile")
+/** Node flags for every server process, e.g. heap sizing (`--max-semi-space-size=8`): BENCH_SERVER_NODE_OPTIONS. */
+const serverNodeOptions = (process.env.BENCH_SERVER_NODE_OPTIONS ?? "").split(" ").filter(Boolean)
 const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? 300)
 const soakRate = Number(process.env.BENCH_SOAK_RATE ?? 1000)
 const CONNECTIONS = 64
@@ -117,8 +120,9 @@ const main = async () => {
   const started: Array<ServerProcess> = []
   const starting = (label: string) => process.stdout.write(`starting ${label}… `)
   /** The server, ready when its /readyz answers, with an admin listener of its own; its log goes to a file. */
-  const startServer = async (label: string, env: Record<string, string>, nodeOptions: ReadonlyArray<string> = []) => {
+  const startServer = async (label: string, env: Record<string, string>, extraNodeOptions: ReadonlyArray<string> = []) => {
     starting(label)
+    const nodeOptions = [...serverNodeOptions, ...extraNodeOptions]
     const target = await startLogged(label, serverMain, { DATABASE_URL: databaseUrl, ...env }, { nodeOptions })
     started.push(target.server)
     console.log("ready")
@@ -286,7 +290,8 @@ const report = (input: {
       `${CONNECTIONS} connections, ${rounds} rounds of ${seconds} s per target and endpoint, alternating, after a 3 s warm-up. ` +
       "The database holds 10,000 pets; the key's quota is too high to bind, but every request still spends it. " +
       "The server runs with request logging (LOG_LEVEL=Info, one JSON line per request, to a file), metrics and the PostgreSQL quota store. " +
-      `Load average (1, 5, 15 min) at the start: ${input.loadAtStart}; at the end: ${input.loadAtEnd}.`,
+      `Load average (1, 5, 15 min) at the start: ${input.loadAtStart}; at the end: ${input.loadAtEnd}.` +
+      (serverNodeOptions.length > 0 ? ` Server Node flags: \`${serverNodeOptions.join(" ")}\`.` : ""),
     "",
     "Requests per CPU-second divides the requests served by the CPU time (user + system) the server process used",
     "meanwhile, read from /proc: the load generator and PostgreSQL share the machine, so req/s moves with them and",
