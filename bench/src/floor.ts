@@ -4,6 +4,10 @@
  * is looked up by hash (cached for 5 s), quota is one atomic statement (the
  * same `quota_admit` function the server's PostgreSQL store calls), then the
  * query. No framework, and no validation beyond what the request needs.
+ *
+ * With FLOOR_PLAIN=1 it is the plain floor: the same queries with no key
+ * lookup and no quota statement at all (what the issue calls the "plain
+ * floor"), the bare cost of node:http and postgres.js serving the endpoint.
  */
 import { createHash } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
@@ -47,9 +51,13 @@ const readBody = (req: IncomingMessage) =>
     req.on("error", reject)
   })
 
-const handle = async (req: IncomingMessage, res: ServerResponse) => {
+const plain = process.env.FLOOR_PLAIN === "1"
+
+/** The key lookup and the quota statement, and the headers that show the decision; nothing in the plain floor. */
+const admit = async (req: IncomingMessage, res: ServerResponse): Promise<Record<string, string> | undefined> => {
+  if (plain) return {}
   const key = await lookUpKey(req.headers.authorization)
-  if (!key) return send(res, 401, { code: "unauthorized", message: "unauthorized", status: 401 })
+  if (!key) return void send(res, 401, { code: "unauthorized", message: "unauthorized", status: 401 })
   const [quota] = await sql<Array<{ admitted: boolean; minute_count: number; minute_start: number }>>`
     SELECT * FROM quota_admit(${`key:${key.id}`}, ${Date.now()}, ${key.perMinute}, ${key.perDay}, ${key.perMinute}, ${900_000}, true)`
   const headers = {
@@ -57,7 +65,13 @@ const handle = async (req: IncomingMessage, res: ServerResponse) => {
     "x-ratelimit-remaining": String(key.perMinute - quota!.minute_count),
     "x-ratelimit-reset": String(Math.ceil(quota!.minute_start / 1000) + 60)
   }
-  if (!quota!.admitted) return send(res, 429, { code: "rate_limited", message: "rate limited", status: 429 }, headers)
+  if (!quota!.admitted) return void send(res, 429, { code: "rate_limited", message: "rate limited", status: 429 }, headers)
+  return headers
+}
+
+const handle = async (req: IncomingMessage, res: ServerResponse) => {
+  const headers = await admit(req, res)
+  if (headers === undefined) return
 
   const url = new URL(req.url!, "http://floor")
   if (req.method === "GET" && url.pathname === "/v1/pets") {

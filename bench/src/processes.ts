@@ -1,4 +1,9 @@
-import { readFileSync } from "node:fs"
+import { ADMIN_TOKEN, freePort, type ServerProcess, waitUntilReady } from "@petstore/test-support"
+import { spawn } from "node:child_process"
+import { once } from "node:events"
+import { closeSync, mkdtempSync, openSync, readFileSync, statSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 const CLOCK_TICKS_PER_SECOND = 100
 
@@ -23,5 +28,70 @@ const childPids = (pid: number): Array<number> => {
     return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number)
   } catch {
     return []
+  }
+}
+
+
+/** Where the bench's server processes write their logs: one file each, as a log shipper would read them. */
+export const logDir = mkdtempSync(join(tmpdir(), "petstore-bench-logs-"))
+
+export interface LoggedProcess {
+  readonly server: ServerProcess
+  readonly origin: string
+  readonly admin: string
+  /** The file its stdout (the request log) goes to, and how many bytes it holds so far. */
+  readonly logFile: string
+  readonly logBytes: () => number
+}
+
+/**
+ * A process (the server, or a floor) on free ports, its stdout going to a file rather than to a pipe this process
+ * reads: with request logging on (LOG_LEVEL=Info, what the targets ask for), a pipe would keep every line in the
+ * bench's memory. `nodeOptions` adds flags such as `--cpu-prof`.
+ */
+export const startLogged = async (
+  label: string,
+  entry: string,
+  env: Record<string, string>,
+  options: { readonly readyPath?: string; readonly ready?: (status: number) => boolean; readonly nodeOptions?: ReadonlyArray<string> } = {}
+): Promise<LoggedProcess> => {
+  const [port, adminPort] = [await freePort(), await freePort()]
+  const logFile = join(logDir, `${label.replace(/[^A-Za-z0-9_-]+/g, "-")}-${port}.log`)
+  const fd = openSync(logFile, "w")
+  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), entry], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      LOG_LEVEL: "Info",
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      ADMIN_TOKEN,
+      HOST: "127.0.0.1",
+      ...env
+    },
+    stdio: ["ignore", fd, "pipe"]
+  })
+  closeSync(fd)
+  let errors = ""
+  child.stderr!.on("data", (chunk) => (errors += chunk))
+  const server: ServerProcess = {
+    child,
+    output: () => errors,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      const exited = once(child, "exit")
+      child.kill("SIGTERM")
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+      await exited
+      clearTimeout(timer)
+    }
+  }
+  const origin = `http://127.0.0.1:${port}`
+  await waitUntilReady(server, `${origin}${options.readyPath ?? "/readyz"}`, 60_000, options.ready)
+  return {
+    server,
+    origin,
+    admin: `http://127.0.0.1:${adminPort}`,
+    logFile,
+    logBytes: () => statSync(logFile).size
   }
 }

@@ -13,6 +13,7 @@ import { renderUnrouted } from "./http/errors.ts"
 import { PublicUrl } from "./http/PublicUrl.ts"
 import { IdempotencyKeys } from "./idempotency/IdempotencyKeys.ts"
 import { AdminRoutes, PublicRoutes } from "./http/routes.ts"
+import { batchedJsonLogger } from "./observability/jsonLog.ts"
 import { OrderDesk } from "./orders/OrderDesk.ts"
 import { Orders } from "./orders/Orders.ts"
 import { PetChanges } from "./pets/PetChanges.ts"
@@ -169,11 +170,11 @@ const LogConfig = Layer.effectDiscard(Effect.gen(function*() {
   )
 }))
 
-/** JSON lines for machines by default; `LOG_FORMAT=pretty` for people at a terminal. */
+/** JSON lines for machines by default, written in batches (jsonLog.ts); `LOG_FORMAT=pretty` for people at a terminal. */
 const Logging = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   return Layer.mergeAll(
-    Logger.layer([config.logFormat === "pretty" ? Logger.consolePretty() : Logger.consoleJson]),
+    Logger.layer([config.logFormat === "pretty" ? Logger.consolePretty() : batchedJsonLogger()]),
     Layer.succeed(References.MinimumLogLevel, config.logLevel)
   )
 }))

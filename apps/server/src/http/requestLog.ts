@@ -1,7 +1,7 @@
 import { Cause, Clock, Context, Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
-import { recordRequest } from "../observability/metrics.ts"
+import { recordRequestUnsafe } from "../observability/metrics.ts"
 
 /** What the routes learn about a request that belongs on its log line. */
 export interface RequestFacts {
@@ -23,21 +23,26 @@ const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
  * Global middleware of a listener: gives every request an id (the client's
  * `X-Request-Id` when sane, else a new one), echoes it on the response, puts it
  * on every log line of the request, and writes one structured line per request.
+ *
+ * It runs on every request, so it reads what it needs from the fiber at once
+ * (the request, the clock, the metrics' context) rather than as effects of
+ * their own; the line and the metrics are the same.
  */
 export const requestLog = HttpRouter.middleware((httpEffect) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
+  Effect.withFiber((fiber) => {
+    const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
     const given = request.headers["x-request-id"]
     const requestId = given !== undefined && SANE_REQUEST_ID.test(given) ? given : randomUUID()
     const facts: RequestFacts = {}
-    const startedAt = yield* Clock.currentTimeNanos
+    const clock = fiber.getRef(Clock.Clock)
+    const startedAt = clock.currentTimeNanosUnsafe()
     const logLine = (status: number) =>
-      Effect.gen(function*() {
-        const durationMs = Number((yield* Clock.currentTimeNanos) - startedAt) / 1e6
+      Effect.withFiber((fiber) => {
+        const durationMs = Number(clock.currentTimeNanosUnsafe() - startedAt) / 1e6
         // Unmatched paths are not templates: one series for all of them keeps the metrics bounded.
-        const route = facts.route ?? "unmatched"
-        yield* recordRequest(route, status, durationMs / 1000)
-        yield* Effect.logInfo("request").pipe(Effect.annotateLogs({
+        recordRequestUnsafe(fiber.context, facts.route ?? "unmatched", status, durationMs / 1000)
+        return Effect.logInfo("request").pipe(Effect.annotateLogs({
+          requestId,
           method: request.method,
           route: facts.route ?? new URL(request.url, "http://localhost").pathname,
           status,
@@ -46,12 +51,11 @@ export const requestLog = HttpRouter.middleware((httpEffect) =>
           ...(facts.quota !== undefined ? { quota: facts.quota } : {})
         }))
       })
-    const response = yield* httpEffect.pipe(
+    return httpEffect.pipe(
       Effect.provideService(CurrentRequestFacts, facts),
       // 499: the client went away before the answer (nginx's convention); else the router found no route.
       Effect.tapCause((cause) => logLine(Cause.hasInterruptsOnly(cause) ? 499 : 404)),
-      Effect.annotateLogs({ requestId })
+      Effect.annotateLogs({ requestId }),
+      Effect.flatMap((response) => Effect.as(logLine(response.status), HttpServerResponse.setHeader(response, "x-request-id", requestId)))
     )
-    yield* logLine(response.status).pipe(Effect.annotateLogs({ requestId }))
-    return HttpServerResponse.setHeader(response, "x-request-id", requestId)
   }), { global: true })

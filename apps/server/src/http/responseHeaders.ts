@@ -1,5 +1,5 @@
 import { betaStabilityHeader, getPetDeprecationHeaders, PetstoreApi } from "@petstore/contract"
-import { Effect, Option } from "effect"
+import { Context, Effect, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { bearerChallenge } from "../auth/ApiKeyAuth.ts"
@@ -23,24 +23,26 @@ const challengeIfUnauthorized = (realm: string) => (response: HttpServerResponse
  * inside (quota admission included) gets the Error shape, and every answer the
  * headers that depend only on its route and status: caching and sniffing, the
  * deprecation of a deprecated operation, the stability of a beta one, the
- * challenge of a 401. The quota's
- * headers are quota admission's (quotaAdmission.ts).
+ * challenge of a 401. The quota's headers are quota admission's
+ * (quotaAdmission.ts). The sets of headers a route can get are made once, not per request.
  */
-export const v1ResponseHeaders = Effect.map(routeTable(PetstoreApi), (table) =>
-  <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-    answerEveryFailure(httpEffect).pipe(
-      Effect.flatMap(challengeIfUnauthorized("petstore")),
-      Effect.flatMap((response) =>
-        HttpRouter.RouteContext.useSync((context) => {
-          const operation = table.matched(context)
-          return HttpServerResponse.setHeaders(response, {
-            ...everyV1Answer,
-            ...(Option.exists(operation, ({ deprecated }) => deprecated) ? getPetDeprecationHeaders : {}),
-            ...(Option.exists(operation, ({ beta }) => beta) ? betaStabilityHeader : {})
-          })
+export const v1ResponseHeaders = Effect.map(routeTable(PetstoreApi), (table) => {
+  const deprecatedAnswer = { ...everyV1Answer, ...getPetDeprecationHeaders }
+  const betaAnswer = { ...everyV1Answer, ...betaStabilityHeader }
+  const challenge = challengeIfUnauthorized("petstore")
+  return <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+    Effect.flatMap(answerEveryFailure(httpEffect), (response) =>
+      Effect.withFiber((fiber) => {
+        const context = Context.getUnsafe(fiber.context, HttpRouter.RouteContext)
+        const headers = Option.match(table.matched(context), {
+          onNone: () => everyV1Answer,
+          onSome: (operation) => operation.deprecated ? deprecatedAnswer : operation.beta ? betaAnswer : everyV1Answer
         })
-      )
-    ))
+        return response.status === 401
+          ? Effect.map(challenge(response), (challenged) => HttpServerResponse.setHeaders(challenged, headers))
+          : Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+      }))
+})
 
 /** Route middleware of the admin API: every failure gets the Error shape, every 401 (of the keys API and of /metrics) its challenge. */
 export const adminResponseHeaders = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
