@@ -1,6 +1,5 @@
-import { ADMIN_TOKEN, freePort, type ServerProcess, waitUntilReady } from "@petstore/test-support"
+import { ADMIN_TOKEN, asServerProcess, freePort, type ServerProcess, waitUntilReady } from "@petstore/test-support"
 import { spawn } from "node:child_process"
-import { once } from "node:events"
 import { closeSync, mkdtempSync, openSync, readFileSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -73,18 +72,7 @@ export const startLogged = async (
   closeSync(fd)
   let errors = ""
   child.stderr!.on("data", (chunk) => (errors += chunk))
-  const server: ServerProcess = {
-    child,
-    output: () => errors,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return
-      const exited = once(child, "exit")
-      child.kill("SIGTERM")
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
-      await exited
-      clearTimeout(timer)
-    }
-  }
+  const server = asServerProcess(child, () => errors)
   const origin = `http://127.0.0.1:${port}`
   await waitUntilReady(server, `${origin}${options.readyPath ?? "/readyz"}`, 60_000, options.ready)
   return {

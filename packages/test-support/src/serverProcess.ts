@@ -31,19 +31,22 @@ export const spawnServer = (env: Record<string, string>, entry: string = serverE
   let output = ""
   child.stdout!.on("data", (chunk) => (output += chunk))
   child.stderr!.on("data", (chunk) => (output += chunk))
-  return {
-    child,
-    output: () => output,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return
-      const exited = once(child, "exit")
-      child.kill("SIGTERM")
-      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
-      await exited
-      clearTimeout(timer)
-    }
-  }
+  return asServerProcess(child, () => output)
 }
+
+/** A spawned server, stopped as operators stop it: SIGTERM, then SIGKILL if it has not exited within 10 s. */
+export const asServerProcess = (child: ChildProcess, output: () => string): ServerProcess => ({
+  child,
+  output,
+  stop: async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    const exited = once(child, "exit")
+    child.kill("SIGTERM")
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+    await exited
+    clearTimeout(timer)
+  }
+})
 
 export interface StartedProcess {
   readonly server: ServerProcess
