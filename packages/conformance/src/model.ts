@@ -50,6 +50,10 @@ export interface SuiteResult {
   readonly durationMs: number
   readonly results: ReadonlyArray<CheckResult>
   readonly summary: Summary
+  /** The schema-driven phase, when it ran: its seed (replay with `--seed`), the requests it sent and how long it took. */
+  readonly fuzz?: { readonly seed: number; readonly sent: number; readonly durationMs: number }
+  /** The OpenAPI document every response was checked against, when one was found. */
+  readonly openapi?: string
 }
 
 export class CheckFailed extends Data.TaggedError("CheckFailed")<Failure> {}

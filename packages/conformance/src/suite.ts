@@ -2,11 +2,13 @@ import { Cause, Data, Effect, Exit } from "effect"
 import { randomBytes } from "node:crypto"
 import { type Check, isSelected, type Phase, runPhases, skipped } from "./checks.ts"
 import type { RunContext } from "./context.ts"
+import { DEFAULT_FUZZ_REQUESTS, fuzzChecks } from "./fuzz.ts"
 import { generalPhase } from "./general.ts"
 import { anonymous, Http, makeHttp, probe, withKey } from "./http.ts"
 import { makeObservations } from "./invariants.ts"
 import { type ApiKey, CheckFailed, type CheckResult, type Plan, PLANS, summarize, type SuiteResult, Unreachable } from "./model.ts"
 import { planPhase } from "./plans.ts"
+import { documentCheck, loadDocument } from "./openapiCheck.ts"
 import { lastFour, scrubber } from "./secrets.ts"
 
 export interface SuiteOptions {
@@ -26,6 +28,12 @@ export interface SuiteOptions {
   readonly onResult?: (result: CheckResult) => void
   /** What a long phase is doing (spending a quota, waiting for Retry-After). */
   readonly onProgress?: (line: string) => void
+  /** Requests of the schema-driven phase (the method probes come on top); 0 turns it off. Default 50. */
+  readonly fuzz?: number
+  /** The schema-driven phase's seed, to replay a run. Default: a random one, reported in the result. */
+  readonly seed?: number
+  /** The deployment's OpenAPI document, which every response is checked against. Default `<base URL>/openapi.json` when it exists; `false`: none. */
+  readonly openapi?: string | false
 }
 
 export class InvalidOptions extends Data.TaggedError("InvalidOptions")<{ readonly message: string }> {}
@@ -159,6 +167,7 @@ export const suite = (options: SuiteOptions) =>
       })
     }
     observations.observe(reachable.success)
+    const document = yield* loadDocument(baseUrl, options.openapi)
 
     let pets = 0
     const run: RunContext = {
@@ -175,7 +184,10 @@ export const suite = (options: SuiteOptions) =>
       baseUrl,
       maxWaitSeconds,
       requestTimeoutSeconds: REQUEST_TIMEOUT_SECONDS,
-      observe: observations.observe,
+      observe: (exchange) => {
+        observations.observe(exchange)
+        document.observe(exchange)
+      },
       progress
     })
 
@@ -195,8 +207,19 @@ export const suite = (options: SuiteOptions) =>
     )
     if (refused.flat().length > 0) return yield* new InvalidKeys({ refused: refused.flat() })
 
-    const phases: Array<Phase> = [yield* generalPhase(run), ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))]
-    phases.push({ name: "invariants", after: phases.map((phase) => phase.name), checks: invariantChecks(observations.tally) })
+    const seed = options.seed ?? randomBytes(4).readUInt32BE() >>> 1
+    const fuzz = yield* fuzzChecks(run, { requests: options.fuzz ?? DEFAULT_FUZZ_REQUESTS, seed })
+    // The schema-driven phase sends with the general key, after the general checks, so that they count its requests alone.
+    const general = yield* generalPhase(run)
+    const phases: Array<Phase> = [
+      { ...general, checks: [...general.checks, ...fuzz.checks] },
+      ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))
+    ]
+    phases.push({
+      name: "invariants",
+      after: phases.map((phase) => phase.name),
+      checks: [...invariantChecks(observations.tally), documentCheck(document)]
+    })
 
     const results = yield* runPhases(
       phases,
@@ -210,7 +233,9 @@ export const suite = (options: SuiteOptions) =>
       startedAt: startedAt.toISOString(),
       durationMs: Date.now() - startedAt.getTime(),
       results: results.map(scrubResult),
-      summary: summarize(results)
+      summary: summarize(results),
+      ...(fuzz.stats() === undefined ? {} : { fuzz: fuzz.stats()! }),
+      ...(document.url === undefined ? {} : { openapi: document.url })
     } satisfies SuiteResult
   })
 
