@@ -4,7 +4,7 @@
  */
 import type { Browser } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { chromiumAvailable, launchChromium } from "./support/browser.ts"
+import { chromiumAvailable, launchChromium } from "@petstore/test-support/browser"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 
 describe.skipIf(!chromiumAvailable)("the API reference page at /docs, in Chromium", () => {

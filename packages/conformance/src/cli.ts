@@ -15,9 +15,14 @@ import { Config, Console, Data, Effect, FileSystem, Option, Runtime } from "effe
 import { CliError, CliOutput, Command, Flag } from "effect/cli"
 import { argumentValues, concatPlans, countKeys, type KeysByPlan, parseAssignment, parseKeysFile } from "./keys.ts"
 import { type CheckResult, PLANS } from "./model.ts"
+import { DEFAULT_FUZZ_REQUESTS } from "./fuzz.ts"
+import { toHtml } from "./htmlReport.ts"
 import { colourStyle, formatResult, formatSummary, plainStyle, toJson, toJUnit } from "./report.ts"
 import { scrubber } from "./secrets.ts"
 import { suite } from "./suite.ts"
+
+/** A seed for the schema-driven phase: a non-negative 31-bit integer, short enough to retype. */
+const randomSeed = () => Math.floor(Math.random() * 2 ** 31)
 
 /** Ends the process with `exitCode` once its message (if any) is on stderr. */
 class Exit extends Data.TaggedError("Exit")<{ readonly exitCode: 1 | 2; readonly message: string }> {
@@ -136,7 +141,24 @@ const conformance = Command.make(
     daily: Flag.Boolean("daily").pipe(
       Flag.withDefault(false),
       Flag.withDescription("Also spend each plan's daily quota, pacing under the minute quota: a long run")
-    )
+    ),
+    fuzz: Flag.Int("fuzz").pipe(
+      Flag.withDefault(DEFAULT_FUZZ_REQUESTS),
+      Flag.withDescription(
+        `Requests the schema-driven phase generates from the contract's Schemas (default ${DEFAULT_FUZZ_REQUESTS}; 0 turns it off)`
+      )
+    ),
+    seed: Flag.Int("seed").pipe(
+      Flag.optional,
+      Flag.withDescription("The schema-driven phase's seed: the same seed sends the same requests again (default: a random one, printed)")
+    ),
+    openapi: Flag.String("openapi").pipe(
+      Flag.optional,
+      Flag.withDescription(
+        "The deployment's OpenAPI document, which every response is checked against (default BASE-URL/openapi.json when it exists)"
+      )
+    ),
+    html: Flag.String("html").pipe(Flag.optional, Flag.withDescription("Write a self-contained HTML report to FILE"))
   },
   Effect.fn(function*(input) {
     const fromCommandLine = concatPlans(yield* keysFromFile(input.keysFile), yield* keysFromFlags(input.keys))
@@ -152,12 +174,18 @@ const conformance = Command.make(
       process.stdout.write(`${formatResult(result, style)}\n`)
     }
 
+    if (input.fuzz < 0) return yield* usage(`--fuzz takes a number of requests, 0 or more, not ${input.fuzz}`)
+    const seed = Option.getOrElse(input.seed, randomSeed)
+    if (input.fuzz > 0) yield* Console.error(`fuzz: seed ${seed} (replay this run's generated requests with --seed ${seed})`)
     const result = yield* suite({
       baseUrl: input.baseUrl,
       keys,
       ...Option.match(input.only, { onNone: () => ({}), onSome: (only) => ({ only }) }),
       ...Option.match(input.grep, { onNone: () => ({}), onSome: (grep) => ({ grep }) }),
       daily: input.daily,
+      fuzz: input.fuzz,
+      seed,
+      ...Option.match(input.openapi, { onNone: () => ({}), onSome: (openapi) => ({ openapi }) }),
       onResult: printResult,
       onProgress: progress.show
     }).pipe(
@@ -181,6 +209,7 @@ const conformance = Command.make(
       })
     yield* write(input.junit, toJUnit(result), "JUnit")
     yield* write(input.json, toJson(result), "JSON")
+    yield* write(input.html, toHtml(result), "HTML")
 
     yield* Console.log(formatSummary(result.summary))
     if (result.summary.failed > 0) {

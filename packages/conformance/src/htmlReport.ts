@@ -54,7 +54,12 @@ export const toHtml = (suite: SuiteResult) => {
     ...(suite.fuzz === undefined ? [] : [
       ["Fuzz", `${suite.fuzz.sent} requests in ${(suite.fuzz.durationMs / 1000).toFixed(1)} s, seed ${suite.fuzz.seed} (replay with --seed ${suite.fuzz.seed})`] as const
     ]),
-    ...(suite.openapi === undefined ? [] : [["OpenAPI document", suite.openapi] as const])
+    ...(suite.openapi === undefined ? [] : [
+      [
+        "OpenAPI document",
+        `${suite.openapi.url}: ${suite.openapi.checked} responses checked, ${suite.openapi.broken} contradict it`
+      ] as const
+    ])
   ]
   return `<!DOCTYPE html>
 <html lang="en">

@@ -10,5 +10,6 @@ export {
   type Tag,
   Unreachable
 } from "./model.ts"
+export { toHtml } from "./htmlReport.ts"
 export { formatResult, formatSummary, toJson, toJUnit } from "./report.ts"
 export { InvalidKeys, InvalidOptions, type RefusedKey, runSuite, suite, type SuiteOptions } from "./suite.ts"

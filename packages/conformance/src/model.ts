@@ -52,8 +52,8 @@ export interface SuiteResult {
   readonly summary: Summary
   /** The schema-driven phase, when it ran: its seed (replay with `--seed`), the requests it sent and how long it took. */
   readonly fuzz?: { readonly seed: number; readonly sent: number; readonly durationMs: number }
-  /** The OpenAPI document every response was checked against, when one was found. */
-  readonly openapi?: string
+  /** The OpenAPI document every response was checked against, when one was found: how many responses it judged, how many it contradicts. */
+  readonly openapi?: { readonly url: string; readonly checked: number; readonly broken: number }
 }
 
 export class CheckFailed extends Data.TaggedError("CheckFailed")<Failure> {}

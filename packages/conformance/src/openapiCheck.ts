@@ -8,6 +8,7 @@ import { makeDocumentObserver, makeDocumentValidator } from "./openapi.ts"
 export interface LoadedDocument {
   readonly url: string | undefined
   readonly observe: (exchange: Exchange) => void
+  readonly tally: () => { readonly checked: number; readonly broken: number }
   readonly check: Effect.Effect<void, CheckFailed | ReturnType<typeof skipped>>
 }
 
@@ -19,7 +20,12 @@ const DOCUMENT_TIMEOUT_MILLIS = 30_000
  */
 export const loadDocument = (baseUrl: string, openapi: string | false | undefined) =>
   Effect.gen(function*() {
-    const none = (check: LoadedDocument["check"]): LoadedDocument => ({ url: undefined, observe: () => {}, check })
+    const none = (check: LoadedDocument["check"]): LoadedDocument => ({
+      url: undefined,
+      observe: () => {},
+      tally: () => ({ checked: 0, broken: 0 }),
+      check
+    })
     if (openapi === false) return none(Effect.fail(skipped("no OpenAPI document asked for")))
     const explicit = openapi !== undefined
     const url = explicit ? new URL(openapi, `${baseUrl}/`).href : `${baseUrl}/openapi.json`
@@ -54,6 +60,7 @@ export const loadDocument = (baseUrl: string, openapi: string | false | undefine
     return {
       url,
       observe: observer.observe,
+      tally: observer.tally,
       check: Effect.gen(function*() {
         const { checked, broken, first } = observer.tally()
         if (checked === 0) return yield* skipped(`no response of the run is of an operation ${url} describes`)

@@ -235,7 +235,9 @@ export const suite = (options: SuiteOptions) =>
       results: results.map(scrubResult),
       summary: summarize(results),
       ...(fuzz.stats() === undefined ? {} : { fuzz: fuzz.stats()! }),
-      ...(document.url === undefined ? {} : { openapi: document.url })
+      ...(document.url === undefined ? {} : {
+        openapi: { url: document.url, checked: document.tally().checked, broken: document.tally().broken }
+      })
     } satisfies SuiteResult
   })
 
