@@ -173,6 +173,39 @@ describe("the command line", () => {
     expect(outcome.stdout).not.toContain("extension")
   })
 
+  it("prints the fuzz seed it runs with, each fuzz failure as a curl command, and writes an HTML report with --html", async () => {
+    const { baseUrl, keys } = await fixture("put-answered-200")
+    const html = join(reports, "fuzz.html")
+    const outcome = await conformance(
+      ["--base-url", baseUrl, "--grep", "fuzz.methods", "--seed", "4242", "--fuzz", "10", "--html", html],
+      { CONFORMANCE_KEY_PRO: keys.pro[0]! }
+    )
+    expect(outcome.code, outcome.stderr).toBe(1)
+    expect(outcome.stderr).toContain("fuzz: seed 4242 (replay this run's generated requests with --seed 4242)")
+    expect(outcome.stdout).toMatch(/request: {2}curl -i --globoff -X PUT '[^']+' -H "Authorization: Bearer \$CONFORMANCE_KEY"\n/)
+    expect(outcome.stderr).toContain(`HTML report written to ${html}`)
+    const page = readFileSync(html, "utf8")
+    expect(page).toContain("seed 4242 (replay with --seed 4242)")
+    expect(page).toContain("Does not conform: 1 failed")
+    expectNoKeyIn(outcome, [keys.pro[0]!])
+    expect(page).not.toContain(keys.pro[0]!)
+  })
+
+  it("fails the document check when the --openapi document cannot be fetched, and exits 2 for a negative --fuzz", async () => {
+    const { baseUrl, keys } = await fixture()
+    const port = await freePort()
+    const missing = await conformance(
+      ["--base-url", baseUrl, "--grep", "openapi", "--openapi", `http://127.0.0.1:${port}/openapi.json`],
+      { CONFORMANCE_KEY_PRO: keys.pro[0]! }
+    )
+    expect(missing.code).toBe(1)
+    expect(missing.stdout).toContain("FAIL  spec      every response agrees with the deployment's OpenAPI document")
+    expect(missing.stdout).toContain(`received: GET http://127.0.0.1:${port}/openapi.json gave no answer`)
+    const negative = await conformance(["--base-url", baseUrl, "--fuzz", "-1"], { CONFORMANCE_KEY_PRO: keys.pro[0]! })
+    expect(negative.code).toBe(2)
+    expect(negative.stderr).toContain("--fuzz takes a number of requests, 0 or more, not -1")
+  })
+
   it("exits 2 with a clear message without a base URL", async () => {
     const outcome = await conformance([])
     expect(outcome.code).toBe(2)
