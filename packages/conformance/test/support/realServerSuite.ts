@@ -27,5 +27,9 @@ export const conformsOn = (backend: "pglite" | "postgres") => {
     expect(failures(result), server!.output()).toEqual([])
     expect(idsWith(result, "skip").every((id) => id.endsWith(".daily") || id.endsWith(".daily-details"))).toBe(true)
     expect(result.summary.passed).toBeGreaterThan(80)
+    // The schema-driven phase ran, and the server's own document judged the responses of the whole run.
+    expect(result.fuzz?.sent).toBeGreaterThan(50)
+    expect(result.openapi?.url).toBe(`${server!.baseUrl}/openapi.json`)
+    expect(result.openapi?.checked).toBeGreaterThan(1000)
   })
 }
