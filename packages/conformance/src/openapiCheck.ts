@@ -1,4 +1,7 @@
 import { Effect } from "effect"
+import { readFile } from "node:fs/promises"
+import { resolve as resolvePath } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { type Check, skipped } from "./checks.ts"
 import type { Exchange } from "./http.ts"
 import { CheckFailed } from "./model.ts"
@@ -28,23 +31,38 @@ export const loadDocument = (baseUrl: string, openapi: string | false | undefine
     })
     if (openapi === false) return none(Effect.fail(skipped("no OpenAPI document asked for")))
     const explicit = openapi !== undefined
-    const url = explicit ? new URL(openapi, `${baseUrl}/`).href : `${baseUrl}/openapi.json`
+    // An http(s) URL is fetched; anything else is a file (a path or a file: URL), such as a document kept with the release.
+    const isFile = explicit && !/^https?:\/\//i.test(openapi)
+    const url = !explicit
+      ? `${baseUrl}/openapi.json`
+      : !isFile
+      ? openapi
+      : openapi.startsWith("file:")
+      ? openapi
+      : pathToFileURL(resolvePath(openapi)).href
     const fetched = yield* Effect.tryPromise({
-      try: async (signal) => {
+      try: async (signal): Promise<{ readonly text: string } | { readonly problem: string }> => {
+        if (isFile) return { text: await readFile(fileURLToPath(url), { encoding: "utf8", signal }) }
         const response = await fetch(url, {
           headers: { accept: "application/json" },
           signal: AbortSignal.any([signal, AbortSignal.timeout(DOCUMENT_TIMEOUT_MILLIS)])
         })
         const text = await response.text()
-        if (!response.ok) return { problem: `GET ${url} answered ${response.status}` }
-        try {
-          return { document: JSON.parse(text) as unknown }
-        } catch {
-          return { problem: `GET ${url} did not answer JSON` }
-        }
+        return response.ok ? { text } : { problem: `GET ${url} answered ${response.status}` }
       },
-      catch: (error) => `GET ${url} gave no answer: ${error instanceof Error ? error.message : String(error)}`
-    }).pipe(Effect.catch((problem) => Effect.succeed({ problem })))
+      catch: (error) =>
+        `${isFile ? `cannot read ${url}` : `GET ${url} gave no answer`}: ${error instanceof Error ? error.message : String(error)}`
+    }).pipe(
+      Effect.map((read): { readonly document: unknown } | { readonly problem: string } => {
+        if ("problem" in read) return read
+        try {
+          return { document: JSON.parse(read.text) as unknown }
+        } catch {
+          return { problem: `${url} is not JSON` }
+        }
+      }),
+      Effect.catch((problem) => Effect.succeed({ problem }))
+    )
     const unusable = (problem: string) =>
       none(
         explicit

@@ -3,6 +3,7 @@ import { once } from "node:events"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
 import { freePort } from "@petstore/test-support"
 import { afterAll, describe, expect, it, onTestFinished } from "vitest"
@@ -191,7 +192,7 @@ describe("the command line", () => {
     expect(page).not.toContain(keys.pro[0]!)
   })
 
-  it("fails the document check when the --openapi document cannot be fetched, and exits 2 for a negative --fuzz", async () => {
+  it("checks against an --openapi document from a URL or a file, fails the check when it cannot be had, and exits 2 for a negative --fuzz", async () => {
     const { baseUrl, keys } = await fixture()
     const port = await freePort()
     const missing = await conformance(
@@ -201,6 +202,14 @@ describe("the command line", () => {
     expect(missing.code).toBe(1)
     expect(missing.stdout).toContain("FAIL  spec      every response agrees with the deployment's OpenAPI document")
     expect(missing.stdout).toContain(`received: GET http://127.0.0.1:${port}/openapi.json gave no answer`)
+    // A document from a file: the contract's own, whose createPet declares an ETag the fixture never sends.
+    const contractDocument = createRequire(import.meta.url).resolve("@petstore/contract/openapi.json")
+    const fromFile = await conformance(
+      ["--base-url", baseUrl, "--only", "spec", "--openapi", contractDocument, "--fuzz", "5", "--seed", "1"],
+      { CONFORMANCE_KEY_PRO: keys.pro[0]! }
+    )
+    expect(fromFile.code).toBe(1)
+    expect(fromFile.stdout).toMatch(/FAIL  spec      every response agrees with the deployment's OpenAPI document.*\n.*\n +expected: POST \/pets 201: the header ETag, which the document declares required/)
     const negative = await conformance(["--base-url", baseUrl, "--fuzz", "-1"], { CONFORMANCE_KEY_PRO: keys.pro[0]! })
     expect(negative.code).toBe(2)
     expect(negative.stderr).toContain("--fuzz takes a number of requests, 0 or more, not -1")
