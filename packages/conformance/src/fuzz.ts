@@ -384,7 +384,7 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
   })
 
   const failWith = (expected: string, failing: ReadonlyArray<Probe>, judged: number) => {
-    const curl = (probe: Probe) => toCurl(probe.exchange, "key")
+    const curl = (probe: Probe) => toCurl(probe.exchange)
     const [first, ...others] = failing
     const listed = others.slice(0, LISTED_FAILURES - 1).map((probe) => `\n          ${curl(probe)}\n            → ${probe.problem}`)
     return new CheckFailed({

@@ -8,6 +8,10 @@ export interface Exchange {
   readonly url: string
   /** How the request authenticated, without the secret. */
   readonly credential: string
+  /** The Authorization header as a reproduction may show it: a key by its scheme only, the suite's own made-up values whole. */
+  readonly authorization: { readonly _tag: "Key"; readonly scheme: string } | { readonly _tag: "None" } | { readonly _tag: "Raw"; readonly value: string }
+  /** The other request headers, as sent (names in lower case). */
+  readonly requestHeaders: Readonly<Record<string, string>>
   readonly requestBody: string | undefined
   readonly status: number
   readonly statusText: string
@@ -167,6 +171,12 @@ const fetchOnce = async (settings: HttpSettings, options: SendOptions, signal: A
     method,
     url,
     credential: describeCredential(options.credential),
+    authorization: options.credential._tag === "Key"
+      ? { _tag: "Key", scheme: options.credential.scheme ?? "Bearer" }
+      : options.credential._tag === "Raw"
+      ? { _tag: "Raw", value: options.credential.authorization }
+      : { _tag: "None" },
+    requestHeaders: Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== "authorization")),
     requestBody: body,
     status: response.status,
     statusText: response.statusText,

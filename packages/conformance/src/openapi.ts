@@ -1,5 +1,6 @@
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js"
-import { describeRequest, describeResponse, type Exchange } from "./http.ts"
+import { toCurl } from "./curl.ts"
+import { describeResponse, type Exchange } from "./http.ts"
 import type { Failure } from "./model.ts"
 
 /**
@@ -154,7 +155,7 @@ export const makeDocumentObserver = (validator: DocumentValidator) => {
       checked++
       if (violation === undefined) return
       broken++
-      first ??= { request: describeRequest(exchange), ...violation }
+      first ??= { request: toCurl(exchange), ...violation }
     },
     tally: (): DocumentTally => ({ checked, broken, first })
   }

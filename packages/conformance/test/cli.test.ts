@@ -183,7 +183,7 @@ describe("the command line", () => {
     )
     expect(outcome.code, outcome.stderr).toBe(1)
     expect(outcome.stderr).toContain("fuzz: seed 4242 (replay this run's generated requests with --seed 4242)")
-    expect(outcome.stdout).toMatch(/request: {2}curl -i --globoff -X PUT '[^']+' -H "Authorization: Bearer \$CONFORMANCE_KEY"\n/)
+    expect(outcome.stdout).toMatch(/request: {2}curl -i --globoff -X PUT '[^']+' -H "Authorization: Bearer \$CONFORMANCE_KEY" -H 'accept: application\/json'\n/)
     expect(outcome.stderr).toContain(`HTML report written to ${html}`)
     const page = readFileSync(html, "utf8")
     expect(page).toContain("seed 4242 (replay with --seed 4242)")
@@ -209,7 +209,9 @@ describe("the command line", () => {
       { CONFORMANCE_KEY_PRO: keys.pro[0]! }
     )
     expect(fromFile.code).toBe(1)
-    expect(fromFile.stdout).toMatch(/FAIL  spec      every response agrees with the deployment's OpenAPI document.*\n.*\n +expected: POST \/pets 201: the header ETag, which the document declares required/)
+    expect(fromFile.stdout).toMatch(
+      /FAIL  spec      every response agrees with the deployment's OpenAPI document.*\n +request: {2}curl -i --globoff -X POST '[^']+\/v1\/pets' -H "Authorization: Bearer \$CONFORMANCE_KEY" .*--data-raw '\{.*\}'\n +expected: POST \/pets 201: the header ETag, which the document declares required/
+    )
     const negative = await conformance(["--base-url", baseUrl, "--fuzz", "-1"], { CONFORMANCE_KEY_PRO: keys.pro[0]! })
     expect(negative.code).toBe(2)
     expect(negative.stderr).toContain("--fuzz takes a number of requests, 0 or more, not -1")

@@ -54,7 +54,7 @@ describe("the schema-driven phase", () => {
     const methods = result.results.find((check) => check.id === "fuzz.methods")
     expect(methods?.status).toBe("fail")
     const curl = methods!.failure!.request!
-    expect(curl).toMatch(/^curl .*-X PUT '[^']+\/v1\/pets\/\d+' -H "Authorization: Bearer \$CONFORMANCE_KEY"$/)
+    expect(curl).toMatch(/^curl .*-X PUT '[^']+\/v1\/pets\/\d+' -H "Authorization: Bearer \$CONFORMANCE_KEY" -H 'accept: application\/json'$/)
     expect(JSON.stringify(result)).not.toContain(key)
     expect(methods!.failure!.expected).toContain("--seed 1")
 
