@@ -261,9 +261,22 @@ const judgeValid = (exchange: Exchange, schema: Schema.ConstraintDecoder<unknown
   return problem === undefined ? undefined : `a body the contract does not decode (${problem}): ${describeResponse(exchange)}`
 }
 
+/**
+ * Why the created pet is not what was sent: its name, categoryId and (when sent) status come back as they
+ * went. A name with whitespace at either end is left out: trimming it is this implementation's choice.
+ */
+const differsFromSent = (sent: Record<string, unknown>, exchange: Exchange) => {
+  const pet = exchange.json as Pet
+  const compared = typeof sent.name === "string" && sent.name !== sent.name.trim()
+    ? (["categoryId", "status"] as const)
+    : (["name", "categoryId", "status"] as const)
+  const changed = compared.filter((field) => field in sent && pet[field] !== sent[field])
+  return changed.length === 0 ? undefined : `${changed.join(" and ")} not as sent (${JSON.stringify(sent)}): ${describeResponse(exchange)}`
+}
+
 const EXPECTED: Record<Expectation, string> = {
   valid: "every valid request accepted (201 for createPet, 200 for listPets and getPet, or 404 for an id nobody created), " +
-    "its body decoded by the contract",
+    "its body decoded by the contract, a created pet as it was sent and then fetched as it was created",
   "invalid-spec": "400 with an Error body for a NewPet the spec refuses (a field missing or of the wrong type, a status outside the enumeration)",
   "invalid-contract": "400 with an Error body for a request the contract refuses (values out of its bounds, unknown fields, " +
     "a limit outside 1–100, a status filter outside the enumeration, a petId that is not a positive decimal integer)",
@@ -285,7 +298,8 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
     const planned = yield* generate(settings, run.petName)
     const paths = knownPaths()
     const probes: Array<Probe> = []
-    const createdIds: Array<number> = []
+    /** The pets this phase created, by id, as the service answered them. */
+    const created = new Map<number, Pet>()
     const methodProbes = [...paths].flatMap(([path, entry]) =>
       PROBED_METHODS.filter((method) => !entry.methods.has(method)).map((method) => ({ path, method, spec: entry.spec }))
     )
@@ -332,8 +346,13 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
             : !contractAccepts(request.body)
             ? "invalid-contract"
             : "valid"
-          const problem = expectation === "valid" ? judgeValid(exchange, Pet, 201) : judgeInvalid(exchange)
-          if (expectation === "valid" && problem === undefined) createdIds.push((exchange.json as { id: number }).id)
+          const problem = expectation === "valid"
+            ? judgeValid(exchange, Pet, 201) ?? differsFromSent(request.body as Record<string, unknown>, exchange)
+            : judgeInvalid(exchange)
+          if (expectation === "valid" && problem === undefined) {
+            const pet = exchange.json as Pet
+            created.set(pet.id, pet)
+          }
           record(expectation, exchange, problem)
           break
         }
@@ -352,6 +371,7 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
           break
         }
         case "get": {
+          const createdIds = [...created.keys()]
           if (request.known && createdIds.length === 0) break
           const id = request.known ? String(pick(createdIds, sent)) : request.id
           const exchange = yield* send({ method: "GET", path: `/pets/${encodeURIComponent(id)}` })
@@ -361,14 +381,19 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
             const shape = errorShapeProblem(exchange)
             record("valid", exchange, shape === undefined ? undefined : `404 without an Error body (${shape}): ${describeResponse(exchange)}`)
           } else {
-            record("valid", exchange, judgeValid(exchange, Pet, 200))
+            const earlier = created.get(Number(id))
+            const problem = judgeValid(exchange, Pet, 200) ??
+              (earlier !== undefined && JSON.stringify(exchange.json) !== JSON.stringify(earlier)
+                ? `not the pet createPet answered (${JSON.stringify(earlier)}): ${describeResponse(exchange)}`
+                : undefined)
+            record("valid", exchange, problem)
           }
           break
         }
       }
     }
 
-    const someId = String(createdIds[0] ?? 1)
+    const someId = String([...created.keys()][0] ?? 1)
     for (const probe of methodProbes) {
       const exchange = yield* send({ method: probe.method, path: probe.path.replace(/\{\w+\}/g, someId) })
       const succeeded = exchange.status >= 200 && exchange.status < 300
