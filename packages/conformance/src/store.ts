@@ -31,8 +31,9 @@ export const isBetaOperation = (exchange: Pick<Exchange, "method" | "url">) => {
  * The customer keys the store checks may use without disturbing the plan
  * checks, which count a key's quota exactly: the keys no plan phase spends
  * (a plan's first key when it has a second, the general checks' key once they
- * are done), and, when fewer than two are left, the plans' burst keys after
- * their phase. A key that spends its day with `--daily` is never used.
+ * are done), and, when fewer than two are left, as many of the plans' burst
+ * keys as make two, after their plan's checks. A key that spends its day
+ * with `--daily` is never used.
  */
 export const storeCustomers = (run: Pick<RunContext, "keys" | "daily">) => {
   const burstKeyOf = (plan: Plan) => run.keys[plan][1] ?? run.keys[plan][0]
@@ -41,9 +42,10 @@ export const storeCustomers = (run: Pick<RunContext, "keys" | "daily">) => {
   const usable = ordered.filter((key) => !(run.daily && PLANS.some((plan) => dailyKeyOf(plan) === key)))
   const isBurstKey = (key: ApiKey) => PLANS.some((plan) => burstKeyOf(plan) === key)
   const idle = usable.filter((key) => !isBurstKey(key))
-  const customers = idle.length >= 2 ? idle : [...idle, ...usable.filter(isBurstKey)]
+  const borrowed = usable.filter(isBurstKey).slice(0, Math.max(0, 2 - idle.length))
+  const customers = ordered.filter((key) => idle.includes(key) || borrowed.includes(key)).slice(0, 3)
   const waitFor = PLANS.filter((plan) => customers.includes(burstKeyOf(plan)!))
-  return { customers: customers.slice(0, 3), after: [GENERAL_PHASE, ...waitFor] }
+  return { customers, after: [GENERAL_PHASE, ...waitFor] }
 }
 
 const check = (id: string, title: string, run: Check["run"]): Check => ({
