@@ -76,7 +76,9 @@ export const storePhase = (run: RunContext): Effect.Effect<Phase> => Effect.gen(
   const [customer, otherCustomer] = customers
   const staffKey = run.staffKey
 
-  const noCustomer = skipped(`no API key given: add a key of any plan (business=KEY, …) to the --keys-file`)
+  const noCustomer = skipped(
+    "needs a customer key that no plan check spends meanwhile: give keys of a plan (business=KEY, …; two per plan are best)"
+  )
   const noOtherCustomer = skipped(
     "needs a second customer key, which no plan check spends meanwhile: give two keys of a plan (or keys of two plans)"
   )
@@ -121,7 +123,7 @@ export const storePhase = (run: RunContext): Effect.Effect<Phase> => Effect.gen(
       yield* ensure(pet.status === status, exchange, `pet ${id} ${status}: ${why}`, `status ${pet.status}`)
     })
 
-  /** An order placed by `key` for a new available pet. */
+  /** An order placed by `key` for the pet, which must be answered 201. */
   const placeOrder = (key: ApiKey, petId: number, headers: Record<string, string> = {}) =>
     Effect.gen(function*() {
       const exchange = yield* call(key, "POST", "/store/orders", { json: { petId }, headers })
@@ -164,24 +166,24 @@ export const storePhase = (run: RunContext): Effect.Effect<Phase> => Effect.gen(
     })
 
   /** The one order every check about a placed order shares: placed by the customer, its pet pending. */
-  const placed = yield* (Effect.cached(Effect.gen(function*() {
+  const placed = yield* Effect.cached(Effect.gen(function*() {
     const { pet } = yield* newPet()
     const placement = yield* placeOrder(yield* theCustomer, pet.id)
     return { pet, ...placement }
-  })))
+  }))
 
-  const cancelled = yield* (Effect.cached(Effect.gen(function*() {
+  const cancelled = yield* Effect.cached(Effect.gen(function*() {
     const { pet, order } = yield* newOrder()
     const exchange = yield* move(yield* theCustomer, order.id, "cancel")
     return { pet, order, exchange }
-  })))
+  }))
 
-  const delivered = yield* (Effect.cached(Effect.gen(function*() {
+  const delivered = yield* Effect.cached(Effect.gen(function*() {
     const staff = yield* theStaff
     const { pet, order } = yield* newOrder()
     const exchange = yield* move(staff, order.id, "deliver")
     return { pet, order, exchange }
-  })))
+  }))
 
   const pets: Array<Check> = [
     check("etag", "getPet and createPet: an ETag on every Pet answer", Effect.gen(function*() {
@@ -493,7 +495,7 @@ export const storePhase = (run: RunContext): Effect.Effect<Phase> => Effect.gen(
     yield* call(key, "DELETE", `/pets/${UNKNOWN_ID}`)
     yield* call(anonymous, "GET", "/store/orders")
   })
-  const sampled = yield* (Effect.cached(sampleEveryOperation))
+  const sampled = yield* Effect.cached(sampleEveryOperation)
 
   const headers: Array<Check> = [
     check("stability", "every answer of a beta operation says Stability: beta, errors too; stable operations do not", Effect.gen(function*() {
