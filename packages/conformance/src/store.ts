@@ -197,7 +197,7 @@ export const storePhase = (run: RunContext): Effect.Effect<Phase> => Effect.gen(
         describeResponse(fetched.exchange, ["etag"])
       )
     })),
-    check("patch", "updatePet: 200 with the changed Pet and a new ETag", Effect.gen(function*() {
+    check("patch", "updatePet: 200 with the changed Pet and a new ETag; {} changes nothing", Effect.gen(function*() {
       const { pet, etag } = yield* newPet()
       const name = run.petName()
       const exchange = yield* call(yield* theCustomer, "PATCH", `/pets/${pet.id}`, { json: { name, categoryId: 23 } })
@@ -217,6 +217,14 @@ export const storePhase = (run: RunContext): Effect.Effect<Phase> => Effect.gen(
       )
       const fetched = yield* getPet(pet.id)
       yield* ensure(fetched.pet.name === name && fetched.pet.categoryId === 23, fetched.exchange, `getPet to show the change: name ${name}`)
+      const unchanged = yield* call(yield* theCustomer, "PATCH", `/pets/${pet.id}`, { json: {} })
+      yield* expectStatus(unchanged, 200)
+      yield* ensure(
+        header(unchanged, "etag") === newTag,
+        unchanged,
+        `ETag: ${newTag} still: a PATCH of {} changes nothing`,
+        describeResponse(unchanged, ["etag"])
+      )
     })),
     check("patch-status", "updatePet: status in the body is 400 saying that status changes through orders", Effect.gen(function*() {
       const { pet } = yield* newPet()
@@ -256,10 +264,12 @@ export const storePhase = (run: RunContext): Effect.Effect<Phase> => Effect.gen(
       yield* expectCode(yield* call(yield* theCustomer, "GET", `/pets/${pet.id}`), 404, "not_found")
       yield* expectCode(yield* call(staff, "DELETE", `/pets/${pet.id}`), 404, "not_found")
     })),
-    check("delete-forbidden", "deletePet: a customer key gets 403 forbidden, and the pet stays", Effect.gen(function*() {
+    check("delete-forbidden", "deletePet: a customer key gets 403 forbidden, and the pet stays; an unknown pet too", Effect.gen(function*() {
       const { pet } = yield* newPet()
       yield* expectCode(yield* call(yield* theCustomer, "DELETE", `/pets/${pet.id}`), 403, "forbidden")
       yield* getPet(pet.id)
+      // The role is checked before anything else of the request: a customer learns nothing about which pets exist.
+      yield* expectCode(yield* call(yield* theCustomer, "DELETE", `/pets/${UNKNOWN_ID}`), 403, "forbidden")
     })),
     check("delete-open-order", "deletePet: 409 pet_has_open_order while an order of it is placed", Effect.gen(function*() {
       const staff = yield* theStaff
