@@ -1,3 +1,5 @@
+import { once } from "node:events"
+import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ADMIN_TOKEN, createKey, freePort, type ServerProcess, spawnServer, startServerProcess } from "@petstore/test-support"
 
@@ -48,6 +50,34 @@ describe("observability", () => {
     expect(typeof line.annotations.durationMs).toBe("number")
     expect(logLines().filter((l) => l.annotations.requestId === "trace-me-42")).toHaveLength(1)
     expect(server.output()).not.toContain(created.key)
+  })
+
+  it("logs a client that goes away mid-body as status 499 at INFO, not as a failure of the server", async () => {
+    const created = await createKey(admin, "pro")
+    const { hostname, port } = new URL(origin)
+    const socket = connect({ host: hostname, port: Number(port) })
+    await once(socket, "connect")
+    socket.write([
+      "POST /v1/pets HTTP/1.1",
+      `Host: ${hostname}`,
+      `Authorization: Bearer ${created.key}`,
+      "X-Request-Id: gone-mid-body",
+      "Content-Type: application/json",
+      "Content-Length: 100",
+      // The server answers "100 Continue" once it has dispatched the request: then it is waiting for the body.
+      "Expect: 100-continue",
+      "",
+      ""
+    ].join("\r\n"))
+    await once(socket, "data")
+    socket.end("{\"name\":")
+    socket.destroy()
+    const line = await lineFor("gone-mid-body")
+    expect(line).toMatchObject({ level: "INFO", annotations: { status: 499, route: "/v1/pets" } })
+    // Lines are written in order: once a later request's line is out, so is anything logged for this one.
+    await fetch(`${origin}/healthz`, { headers: { "x-request-id": "after-gone-mid-body" } })
+    await lineFor("after-gone-mid-body")
+    expect(logLines().filter((line) => line.level === "ERROR")).toEqual([])
   })
 
   it("generates a request id when the client sends none, or one that is not sane", async () => {

@@ -72,10 +72,10 @@ const keysFromFile = (path: Option.Option<string>) =>
     return parsed.keys
   })
 
-/** CONFORMANCE_KEY_<PLAN>: one key, or several separated by commas. */
+/** CONFORMANCE_KEY_<PLAN>: one key, or several separated by commas; CONFORMANCE_KEY_STAFF: the staff key. */
 const keysFromEnvironment = Effect.gen(function*() {
   const keys: KeysByPlan = {}
-  for (const plan of PLANS) {
+  for (const plan of [...PLANS, "staff"] as const) {
     const value = yield* Config.option(Config.String(`CONFORMANCE_KEY_${plan.toUpperCase()}`))
     if (Option.isNone(value)) continue
     const given = value.value.split(",").map((key) => key.trim()).filter((key) => key !== "")
@@ -124,7 +124,8 @@ const conformance = Command.make(
       Flag.optional,
       Flag.withDescription(
         "A file of API keys, one PLAN=KEY a line (or CONFORMANCE_KEYS_FILE; or the keys in CONFORMANCE_KEY_FREE, _PRO, " +
-          "_BUSINESS, _ENTERPRISE). A plan's first key runs the general checks; further keys exhaust its windows in parallel"
+          "_BUSINESS, _ENTERPRISE). A plan's first key runs the general checks; further keys exhaust its windows in parallel. " +
+          "staff=KEY (or CONFORMANCE_KEY_STAFF) gives a key with the staff role, for the store checks only staff may run"
       )
     ),
     keys: Flag.String("key").pipe(
@@ -167,6 +168,10 @@ const conformance = Command.make(
     if (countKeys(keys) === 0) {
       return yield* usage(`no API key given. Every run needs at least one: ${HOW_TO_GIVE_KEYS}`)
     }
+    const { staff: staffKeys = [], ...planKeys } = keys
+    if (staffKeys.length > 1) {
+      return yield* usage(`${staffKeys.length} staff keys given: give one (a staff=KEY line, or CONFORMANCE_KEY_STAFF)`)
+    }
     const style = process.stdout.isTTY && process.env.NO_COLOR === undefined ? colourStyle : plainStyle
     const progress = makeProgress()
     const printResult = (result: CheckResult) => {
@@ -179,7 +184,8 @@ const conformance = Command.make(
     if (input.fuzz > 0) yield* Console.error(`fuzz: seed ${seed} (replay this run's generated requests with --seed ${seed})`)
     const result = yield* suite({
       baseUrl: input.baseUrl,
-      keys,
+      keys: planKeys,
+      staffKey: staffKeys[0],
       ...Option.match(input.only, { onNone: () => ({}), onSome: (only) => ({ only }) }),
       ...Option.match(input.grep, { onNone: () => ({}), onSome: (grep) => ({ grep }) }),
       daily: input.daily,

@@ -1,4 +1,4 @@
-import { ErrorBody } from "@petstore/contract"
+import { ErrorBody, errorStatusByCode } from "@petstore/contract"
 import { Schema } from "effect"
 import { describeRequest, describeResponse, type Exchange } from "./http.ts"
 import type { Failure } from "./model.ts"
@@ -57,20 +57,10 @@ export const errorBodies: Invariant = {
   }
 }
 
-/** The README's error codes by status. */
-export const errorCodes: Record<number, ReadonlyArray<string>> = {
-  400: ["invalid_request"],
-  401: ["unauthorized"],
-  404: ["not_found"],
-  405: ["method_not_allowed"],
-  409: ["idempotency_key_in_flight"],
-  413: ["payload_too_large"],
-  415: ["unsupported_media_type"],
-  422: ["idempotency_key_reused"],
-  429: ["rate_limited", "api_key_banned"],
-  500: ["internal_error"],
-  503: ["service_unavailable"]
-}
+/** The README's error codes by status, as the contract lists them (the store area's 403, 409s and 412 included). */
+export const errorCodes: Record<number, ReadonlyArray<string>> = Object.entries(errorStatusByCode).reduce<
+  Record<number, Array<string>>
+>((byStatus, [code, status]) => ({ ...byStatus, [status]: [...(byStatus[status] ?? []), code] }), {})
 
 const isErrorBody = Schema.is(ErrorBody)
 

@@ -1,19 +1,24 @@
 import { type Plan, PLANS } from "./model.ts"
 
-export type KeysByPlan = Partial<Record<Plan, Array<string>>>
+/** A plan's keys, or (`staff`) the key with the staff role that the store checks need. */
+export type KeyKind = Plan | "staff"
 
-const isPlan = (value: string): value is Plan => (PLANS as ReadonlyArray<string>).includes(value)
+export type KeysByPlan = Partial<Record<KeyKind, Array<string>>>
+
+const KEY_KINDS: ReadonlyArray<string> = [...PLANS, "staff"]
+
+const isKeyKind = (value: string): value is KeyKind => KEY_KINDS.includes(value)
 
 /**
  * `free=psk_…` as a plan and a key; or, when it is not one, what is wrong with
  * it in words that never repeat the key (the text may be a key pasted alone).
  */
-export const parseAssignment = (text: string): { readonly plan: Plan; readonly key: string } | { readonly problem: string } => {
+export const parseAssignment = (text: string): { readonly plan: KeyKind; readonly key: string } | { readonly problem: string } => {
   const separator = text.indexOf("=")
   if (separator < 0) return { problem: "is not PLAN=KEY" }
   const plan = text.slice(0, separator).trim().toLowerCase()
   const key = text.slice(separator + 1).trim()
-  if (!isPlan(plan)) {
+  if (!isKeyKind(plan)) {
     // A plan name is a short word; anything else before the = may be part of a secret.
     return { problem: /^[a-z_-]{1,20}$/.test(plan) ? `names the plan "${plan}", which does not exist` : "does not start with a plan" }
   }
@@ -34,10 +39,10 @@ export const parseKeysFile = (contents: string): { readonly keys: KeysByPlan } |
   return { keys }
 }
 
-/** The keys of both, plan by plan, `first`'s first. */
+/** The keys of both, plan by plan (and the staff keys), `first`'s first. */
 export const concatPlans = (first: KeysByPlan, second: KeysByPlan): KeysByPlan => {
   const keys: KeysByPlan = {}
-  for (const plan of PLANS) {
+  for (const plan of [...PLANS, "staff"] as const) {
     const both = [...(first[plan] ?? []), ...(second[plan] ?? [])]
     if (both.length > 0) keys[plan] = both
   }

@@ -10,7 +10,8 @@ export const PLANS = ["free", "pro", "business", "enterprise"] as const
 export type Plan = (typeof PLANS)[number]
 
 export interface ApiKey {
-  readonly plan: Plan
+  /** The key's plan; `staff` for the staff key, whose plan the suite does not need to know. */
+  readonly plan: Plan | "staff"
   readonly secret: string
   /** How the key appears in output: its plan and position, never the secret. */
   readonly label: string

@@ -9,6 +9,7 @@ import { makeObservations } from "./invariants.ts"
 import { type ApiKey, CheckFailed, type CheckResult, type Plan, PLANS, summarize, type SuiteResult, Unreachable } from "./model.ts"
 import { planPhase } from "./plans.ts"
 import { documentCheck, loadDocument } from "./openapiCheck.ts"
+import { storePhase } from "./store.ts"
 import { lastFour, scrubber } from "./secrets.ts"
 
 export interface SuiteOptions {
@@ -16,6 +17,8 @@ export interface SuiteOptions {
   readonly baseUrl: string
   /** API keys by plan. The first key of a plan serves the general checks; the others are set aside to exhaust windows. */
   readonly keys?: Partial<Record<Plan, ReadonlyArray<string>>>
+  /** A key with the `staff` role, for the store checks only staff may run; without it they are skipped. */
+  readonly staffKey?: string | undefined
   /** `spec`: only the checks the interface spec mandates. */
   readonly only?: "spec"
   /** Only the checks whose id or title contains this text (case-insensitive). */
@@ -39,7 +42,7 @@ export interface SuiteOptions {
 export class InvalidOptions extends Data.TaggedError("InvalidOptions")<{ readonly message: string }> {}
 
 export interface RefusedKey {
-  readonly plan: Plan
+  readonly plan: Plan | "staff"
   /** The key's plan and position among the keys given, e.g. `free key 2`. */
   readonly label: string
   readonly lastFour: string
@@ -127,7 +130,10 @@ export const suite = (options: SuiteOptions) =>
       enterprise: keysOf("enterprise")
     }
     const generalKey = GENERAL_KEY_PREFERENCE.map((plan) => keys[plan][0]).find((key) => key !== undefined)
-    const allKeys = PLANS.flatMap((plan) => keys[plan])
+    const staffKey: ApiKey | undefined = options.staffKey === undefined
+      ? undefined
+      : { plan: "staff", secret: options.staffKey, label: "staff key" }
+    const allKeys = [...PLANS.flatMap((plan) => keys[plan]), ...(staffKey === undefined ? [] : [staffKey])]
     if (allKeys.length === 0) {
       return yield* new InvalidOptions({
         message: "no API key given: give at least one (keys: { free: [KEY] }); without a key nothing behind authentication can be checked"
@@ -175,6 +181,7 @@ export const suite = (options: SuiteOptions) =>
       runId,
       keys,
       generalKey,
+      staffKey,
       daily: options.daily ?? false,
       maxWaitSeconds,
       progress,
@@ -215,6 +222,7 @@ export const suite = (options: SuiteOptions) =>
       { ...general, checks: [...general.checks, ...fuzz.checks] },
       ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))
     ]
+    phases.push(yield* storePhase(run))
     phases.push({
       name: "invariants",
       after: phases.map((phase) => phase.name),

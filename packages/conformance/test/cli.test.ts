@@ -112,6 +112,48 @@ describe("the command line", () => {
     expect(lastLine(outcome.stdout)).toBe("1 passed, 0 failed, 0 skipped")
   })
 
+  it("takes the staff key as staff=KEY in the keys file or CONFORMANCE_KEY_STAFF, never printing it", async () => {
+    const { baseUrl, keys, staffKeys } = await fixture()
+    const fromFile = await conformance(
+      ["--base-url", baseUrl, "--keys-file", keysFile([`pro=${keys.pro[0]}`, `free=${keys.free[0]}`, `staff=${staffKeys[0]}`]), "--grep", "store.deliver"]
+    )
+    expect(fromFile.code, fromFile.stdout + fromFile.stderr).toBe(0)
+    expect(fromFile.stdout).toContain("PASS  extension deliverOrder with a staff key: the order becomes delivered and its pet sold [store.deliver]")
+    expect(lastLine(fromFile.stdout)).toBe("2 passed, 0 failed, 0 skipped")
+    const fromEnvironment = await conformance(["--base-url", baseUrl, "--grep", "store.delete"], {
+      CONFORMANCE_KEY_PRO: keys.pro[1]!,
+      CONFORMANCE_KEY_STAFF: staffKeys[1]!
+    })
+    expect(fromEnvironment.code, fromEnvironment.stdout + fromEnvironment.stderr).toBe(0)
+    expect(fromEnvironment.stdout).toContain("[store.delete]")
+    expect(lastLine(fromEnvironment.stdout)).toMatch(/^\d+ passed, 0 failed, 0 skipped$/)
+    expectNoKeyIn(fromFile, [...staffKeys, keys.pro[0]!, keys.free[0]!])
+    expectNoKeyIn(fromEnvironment, [...staffKeys, keys.pro[1]!])
+  })
+
+  it("skips the staff checks without a staff key, saying how to give one", async () => {
+    const { baseUrl, keys } = await fixture()
+    const outcome = await conformance(["--base-url", baseUrl, "--grep", "store.deliver"], { CONFORMANCE_KEY_PRO: keys.pro[0]! })
+    expect(outcome.code, outcome.stderr).toBe(0)
+    expect(outcome.stdout).toContain(
+      "SKIP  extension deliverOrder with a staff key: the order becomes delivered and its pet sold [store.deliver]: needs a staff key: " +
+        "add staff=KEY to the --keys-file, or set CONFORMANCE_KEY_STAFF"
+    )
+  })
+
+  it("exits 2 for a refused staff key or two staff keys, showing each by its last four characters", async () => {
+    const { baseUrl, keys, staffKeys } = await fixture()
+    const revoked = "fx_staff_revoked_key_7q6w"
+    const refused = await conformance(["--base-url", baseUrl, "--keys-file", keysFile([`pro=${keys.pro[0]}`, `staff=${revoked}`])])
+    expect(refused.code).toBe(2)
+    expect(refused.stderr).toContain("the service refused a key: staff key (…7q6w) got 401")
+    const twice = await conformance(["--base-url", baseUrl, "--keys-file", keysFile([`pro=${keys.pro[0]}`, ...staffKeys.map((key) => `staff=${key}`)])])
+    expect(twice.code).toBe(2)
+    expect(twice.stderr).toContain("2 staff keys given: give one")
+    expectNoKeyIn(refused, [revoked, keys.pro[0]!])
+    expectNoKeyIn(twice, [...staffKeys, keys.pro[0]!])
+  })
+
   it("exits 2 without a key, saying how to give one, rather than passing what it could not test", async () => {
     const { baseUrl } = await fixture()
     const outcome = await conformance(["--base-url", baseUrl])
@@ -202,7 +244,7 @@ describe("the command line", () => {
     expect(missing.code).toBe(1)
     expect(missing.stdout).toContain("FAIL  spec      every response agrees with the deployment's OpenAPI document")
     expect(missing.stdout).toContain(`received: GET http://127.0.0.1:${port}/openapi.json gave no answer`)
-    // A document from a file: the contract's own, whose createPet declares an ETag the fixture never sends.
+    // A document from a file: the contract's own, which declares a WWW-Authenticate challenge on every 401, which the fixture never sends.
     const contractDocument = createRequire(import.meta.url).resolve("@petstore/contract/openapi.json")
     const fromFile = await conformance(
       ["--base-url", baseUrl, "--only", "spec", "--openapi", contractDocument, "--fuzz", "5", "--seed", "1"],
@@ -210,7 +252,7 @@ describe("the command line", () => {
     )
     expect(fromFile.code).toBe(1)
     expect(fromFile.stdout).toMatch(
-      /FAIL  spec      every response agrees with the deployment's OpenAPI document.*\n +request: {2}curl -i --globoff -X POST '[^']+\/v1\/pets' -H "Authorization: Bearer \$CONFORMANCE_KEY" .*--data-raw '\{.*\}'\n +expected: POST \/pets 201: the header ETag, which the document declares required/
+      /FAIL  spec      every response agrees with the deployment's OpenAPI document.*\n +request: {2}curl -i --globoff '[^']+\/v1\/pets[^']*' -H 'accept: application\/json'\n +expected: GET \/pets 401: the header WWW-Authenticate, which the document declares required/
     )
     const negative = await conformance(["--base-url", baseUrl, "--fuzz", "-1"], { CONFORMANCE_KEY_PRO: keys.pro[0]! })
     expect(negative.code).toBe(2)

@@ -1,5 +1,5 @@
 import { DEVIATIONS } from "./fixture/deviations.ts"
-import { catchesEach, isAboutResources } from "./support/deviationRuns.ts"
+import { catchesEach, isAboutResources, isAboutTheStore } from "./support/deviationRuns.ts"
 
-// Headers, quotas and the README's extensions; deviations.test.ts has the rest.
-catchesEach(DEVIATIONS.filter((deviation) => !isAboutResources(deviation)))
+// Headers, quotas and the README's extensions; deviations.test.ts and deviations.store.test.ts have the rest.
+catchesEach(DEVIATIONS.filter((deviation) => !isAboutResources(deviation) && !isAboutTheStore(deviation)))

@@ -15,11 +15,12 @@ const start = async (options: Parameters<typeof startFixture>[0] = {}) => {
 const DAILY_CHECKS = ["free", "pro", "business", "enterprise"].flatMap((plan) => [`${plan}.daily`, `${plan}.daily-details`])
 
 describe("the suite against the fault-free fixture", () => {
-  it("passes every check with keys of every plan, and never sends with a key before its Retry-After has passed", async () => {
+  it("passes every check with keys of every plan and a staff key, and never sends with a key before its Retry-After has passed", async () => {
     const fixture = await start()
     const result = await runSuite({
       baseUrl: fixture.baseUrl,
-      keys: keysOf(fixture, { free: 2, pro: 2, business: 2, enterprise: 2 })
+      keys: keysOf(fixture, { free: 2, pro: 2, business: 2, enterprise: 2 }),
+      staffKey: fixture.staffKeys[0]
     })
     expect(failures(result)).toEqual([])
     // Only the daily checks wait for --daily.

@@ -68,9 +68,13 @@ const isRouteNotFound = (u: unknown) => HttpServerError.isHttpServerError(u) && 
 
 /**
  * For what fails before any route runs: a path the router cannot match or
- * even decode (a malformed percent-escape) still gets the Error shape.
+ * even decode (a malformed percent-escape) still gets the Error shape. A
+ * request interrupted because its client went away is no failure of the
+ * server: the request log has its 499 line, and nobody is left to answer.
  */
 export const renderUnrouted = (cause: Cause.Cause<unknown>) =>
-  causeHas(cause, isRouteNotFound)
+  Cause.hasInterruptsOnly(cause)
+    ? Effect.failCause(cause)
+    : causeHas(cause, isRouteNotFound)
     ? Effect.succeed(errorResponse(new NotFound({ message: "No operation at this path" })))
     : renderCause(cause)

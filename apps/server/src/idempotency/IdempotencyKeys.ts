@@ -1,4 +1,4 @@
-import type { NewPet } from "@petstore/contract"
+import { IdempotencyKeyInFlight, IdempotencyKeyReused, type NewPet, type Order } from "@petstore/contract"
 import { Context, Effect, Layer, Option, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { Database } from "../db/Database.ts"
@@ -28,6 +28,28 @@ export interface HeldClaim extends ClaimScope {
   readonly token: string
 }
 
+/** How one kind of creation (a pet, an order) runs under an Idempotency-Key. */
+export interface Creation<A, E> {
+  /** The request's hash: the same key with another hash is refused. Hashes of different kinds never collide. */
+  readonly requestHash: string
+  /** What is created, as the refusal of a reused key names it: "pet", "order". */
+  readonly noun: string
+  /** Creates it and completes the held claim in one statement; none when the claim was lost to a takeover. */
+  readonly complete: (claim: HeldClaim) => Effect.Effect<Option.Option<A>, E>
+  /** What the earlier request with this key and body created; none while that is not visible yet. */
+  readonly replay: (id: number) => Effect.Effect<Option.Option<A>, E>
+}
+
+/** The answer of a request with an Idempotency-Key; `replayed` when it is the stored answer to an earlier request. */
+export interface CreatedOnce<A> {
+  readonly created: A
+  readonly replayed: boolean
+}
+
+const inFlight = new IdempotencyKeyInFlight({
+  message: "A request with this Idempotency-Key is still being processed; retry shortly"
+})
+
 /** Keys are kept for a day; a claim that created nothing in this time was abandoned (its process died). */
 const KEPT = "24 hours"
 const ABANDONED_AFTER = "60 seconds"
@@ -48,6 +70,15 @@ const ABANDONED_AFTER = "60 seconds"
 export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
   readonly claim: (scope: ClaimScope, requestHash: string) => Effect.Effect<Claim, DatabaseError>
   /**
+   * Creates once per Idempotency-Key: a retry with the same key and body gets
+   * the original back instead of a second one, the same key with another body
+   * is refused, and so is a retry while the first is still being processed.
+   */
+  readonly once: <A, E>(
+    scope: ClaimScope,
+    creation: Creation<A, E>
+  ) => Effect.Effect<CreatedOnce<A>, E | IdempotencyKeyInFlight | IdempotencyKeyReused | DatabaseError>
+  /**
    * Creates the pet the claim was taken for and completes the claim, in one
    * statement. None when the claim was lost (taken over as abandoned) and
    * nothing was created.
@@ -64,7 +95,7 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
     claim: HeldClaim,
     petId: number
   ) => Effect.Effect<
-    | { readonly _tag: "Placed"; readonly order: import("@petstore/contract").Order }
+    | { readonly _tag: "Placed"; readonly order: Order }
     | { readonly _tag: "NotPlaced" }
     | { readonly _tag: "Lost" },
     DatabaseError
@@ -159,7 +190,29 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
         return { _tag: "Placed", order: toOrder(row as OrderRow) } as const
       })
 
-      return IdempotencyKeys.of({ claim, completeClaim, completeOrderClaim })
+      const once = <A, E>(scope: ClaimScope, creation: Creation<A, E>) =>
+        Effect.gen(function*() {
+          const claimed = yield* claim(scope, creation.requestHash)
+          const found = (created: Option.Option<A>, replayed: boolean) =>
+            Option.match(created, {
+              onNone: () => Effect.fail(inFlight),
+              onSome: (created): Effect.Effect<CreatedOnce<A>> => Effect.succeed({ created, replayed })
+            })
+          switch (claimed._tag) {
+            case "Claimed":
+              return yield* found(yield* creation.complete({ ...scope, token: claimed.token }), false)
+            case "Replay":
+              return yield* found(yield* creation.replay(claimed.id), true)
+            case "Mismatch":
+              return yield* new IdempotencyKeyReused({
+                message: `This Idempotency-Key was already used with a different body; use a new key for a new ${creation.noun}`
+              })
+            case "InFlight":
+              return yield* inFlight
+          }
+        }).pipe(Effect.withSpan("IdempotencyKeys.once"))
+
+      return IdempotencyKeys.of({ claim, once, completeClaim, completeOrderClaim })
     })
   )
 }

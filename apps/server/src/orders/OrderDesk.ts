@@ -1,7 +1,7 @@
 import {
   Forbidden,
-  IdempotencyKeyInFlight,
-  IdempotencyKeyReused,
+  type IdempotencyKeyInFlight,
+  type IdempotencyKeyReused,
   InvalidTransition,
   NotFound,
   type Order,
@@ -30,14 +30,6 @@ const scopeOf = (caller: Caller): OrderScope => caller.role === "staff" ? { _tag
 
 /** Distinct from every createPet hash (a JSON array of three), so a key reused across the two is a mismatch, never a replay. */
 const requestHash = (petId: number) => createHash("sha256").update(JSON.stringify(["placeOrder", petId])).digest("hex")
-
-const inFlight = new IdempotencyKeyInFlight({
-  message: "A request with this Idempotency-Key is still being processed; retry shortly"
-})
-
-const reused = new IdempotencyKeyReused({
-  message: "This Idempotency-Key was already used with a different body; use a new key for a new order"
-})
 
 const placeRefused = (petId: number) => (refusal: PlaceRefusal) =>
   refusal._tag === "PetMissing"
@@ -81,29 +73,18 @@ export class OrderDesk extends Context.Service<OrderDesk, {
       const orders = yield* Orders
       const idempotencyKeys = yield* IdempotencyKeys
 
-      const placeOnce = Effect.fn("OrderDesk.placeOnce")(function*(petId: number, caller: Caller, key: string) {
-        const scope = { apiKeyId: caller.id, key }
-        const claim = yield* idempotencyKeys.claim(scope, requestHash(petId))
-        switch (claim._tag) {
-          case "Claimed": {
-            const outcome = yield* idempotencyKeys.completeOrderClaim({ ...scope, token: claim.token }, petId)
-            if (outcome._tag === "Placed") return { order: outcome.order, replayed: false }
-            if (outcome._tag === "Lost") return yield* inFlight
+      const placeOnce = (petId: number, caller: Caller, key: string) =>
+        idempotencyKeys.once({ apiKeyId: caller.id, key }, {
+          requestHash: requestHash(petId),
+          noun: "order",
+          complete: Effect.fnUntraced(function*(claim) {
+            const outcome = yield* idempotencyKeys.completeOrderClaim(claim, petId)
+            if (outcome._tag === "Placed") return Option.some(outcome.order)
+            if (outcome._tag === "Lost") return Option.none()
             return yield* Effect.flatMap(orders.placeRefusal(petId), (refusal) => Effect.fail(placeRefused(petId)(refusal)))
-          }
-          case "Replay": {
-            const order = yield* orders.get({ _tag: "Own", apiKeyId: caller.id }, claim.id)
-            return yield* Option.match(order, {
-              onNone: () => Effect.fail(inFlight),
-              onSome: (order) => Effect.succeed({ order, replayed: true })
-            })
-          }
-          case "Mismatch":
-            return yield* reused
-          case "InFlight":
-            return yield* inFlight
-        }
-      })
+          }),
+          replay: (orderId) => orders.get({ _tag: "Own", apiKeyId: caller.id }, orderId)
+        }).pipe(Effect.map(({ created, replayed }) => ({ order: created, replayed })))
 
       return OrderDesk.of({
         place: Effect.fn("OrderDesk.place")(function*(petId, caller, idempotencyKey) {

@@ -1,5 +1,5 @@
-import { IdempotencyKeyInFlight, IdempotencyKeyReused, type NewPet } from "@petstore/contract"
-import { Context, Effect, Layer, Option } from "effect"
+import type { IdempotencyKeyInFlight, IdempotencyKeyReused, NewPet } from "@petstore/contract"
+import { Context, Effect, Layer } from "effect"
 import { createHash } from "node:crypto"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
@@ -14,14 +14,6 @@ export interface CreatedPet {
 /** Two creates are the same request when their decoded bodies are equal (key order and spacing do not matter). */
 const requestHash = (pet: NewPet) =>
   createHash("sha256").update(JSON.stringify([pet.name, pet.categoryId, pet.status])).digest("hex")
-
-const inFlight = new IdempotencyKeyInFlight({
-  message: "A request with this Idempotency-Key is still being processed; retry shortly"
-})
-
-const reused = new IdempotencyKeyReused({
-  message: "This Idempotency-Key was already used with a different body; use a new key for a new pet"
-})
 
 /**
  * Adding pets, once per Idempotency-Key: a retry with the same key and body
@@ -41,28 +33,16 @@ export class PetCreation extends Context.Service<PetCreation, {
       const pets = yield* Pets
       const idempotencyKeys = yield* IdempotencyKeys
 
-      /** A pet the claim's own insert or an earlier request created; none when another process holds the claim now. */
-      const orInFlight = (pet: Option.Option<StoredPet>, replayed: boolean) =>
-        Option.match(pet, { onNone: () => Effect.fail(inFlight), onSome: (stored) => Effect.succeed({ stored, replayed }) })
-
-      const createOnce = Effect.fn("PetCreation.createOnce")(function*(pet: NewPet, apiKeyId: string, key: string) {
-        const claim = yield* idempotencyKeys.claim({ apiKeyId, key }, requestHash(pet))
-        switch (claim._tag) {
-          case "Claimed":
-            return yield* orInFlight(yield* idempotencyKeys.completeClaim({ apiKeyId, key, token: claim.token }, pet), false)
-          case "Replay":
-            return yield* orInFlight(yield* pets.get(claim.id), true)
-          case "Mismatch":
-            return yield* reused
-          case "InFlight":
-            return yield* inFlight
-        }
-      })
-
       return PetCreation.of({
         create: Effect.fn("PetCreation.create")(function*(pet, { apiKeyId, idempotencyKey }) {
           if (idempotencyKey === undefined) return { stored: yield* pets.create(pet), replayed: false }
-          return yield* createOnce(pet, apiKeyId, idempotencyKey)
+          const { created, replayed } = yield* idempotencyKeys.once({ apiKeyId, key: idempotencyKey }, {
+            requestHash: requestHash(pet),
+            noun: "pet",
+            complete: (claim) => idempotencyKeys.completeClaim(claim, pet),
+            replay: pets.get
+          })
+          return { stored: created, replayed }
         })
       })
     })

@@ -18,6 +18,7 @@ export const catchesEach = (deviations: ReadonlyArray<(typeof DEVIATIONS)[number
         const result = await runSuite({
           baseUrl: fixture.baseUrl,
           keys: keysOf(fixture, "keys" in deviation ? deviation.keys : DEFAULT_KEYS),
+          staffKey: fixture.staffKeys[0],
           ...(daily ? { daily: true, grep: "daily" } : {})
         })
         const failed = idsWith(result, "fail")
@@ -29,6 +30,9 @@ export const catchesEach = (deviations: ReadonlyArray<(typeof DEVIATIONS)[number
       }
     })
   })
+
+/** The deviations of the store area (beta): deviations.store.test.ts runs them. */
+export const isAboutTheStore = (deviation: (typeof DEVIATIONS)[number]) => deviation.caughtBy.every((id) => id.startsWith("store."))
 
 /** The deviations about pets, validation, authentication and error bodies; the others are about headers, quotas and extensions. */
 export const isAboutResources = (deviation: (typeof DEVIATIONS)[number]) =>

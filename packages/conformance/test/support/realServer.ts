@@ -1,11 +1,11 @@
-import type { Plan, QuotaLimits } from "@petstore/contract"
+import type { KeyRole, Plan, QuotaLimits } from "@petstore/contract"
 import { createTestDatabase, postgresAdminUrl, startServerProcess, type TestDatabase } from "@petstore/test-support"
 
 export { postgresAdminUrl }
 
 export interface RealServer {
   readonly baseUrl: string
-  readonly createKey: (plan: Plan, limits?: QuotaLimits) => Promise<string>
+  readonly createKey: (plan: Plan, limits?: QuotaLimits, role?: KeyRole) => Promise<string>
   readonly output: () => string
   readonly stop: () => Promise<void>
 }
