@@ -4,7 +4,7 @@ import { createRequire } from "node:module"
 import { join } from "node:path"
 import { ADMIN_TOKEN, createKey, type CreatedTestKey } from "./keys.ts"
 import { freePort } from "./ports.ts"
-import type { Plan, QuotaLimits } from "@petstore/contract"
+import type { KeyRole, Plan, QuotaLimits } from "@petstore/contract"
 
 /**
  * The server's entry point, reached through its package (`@petstore/server/main`)
@@ -53,10 +53,10 @@ export interface StartedProcess {
   readonly port: number
   readonly origin: string
   readonly admin: string
-  /** A new API key through the admin API of this process. */
-  readonly createKey: (plan: Plan, limits?: QuotaLimits) => Promise<string>
+  /** A new API key through the admin API of this process: a customer's unless `role` says otherwise. */
+  readonly createKey: (plan: Plan, limits?: QuotaLimits, role?: KeyRole) => Promise<string>
   /** The same, with the key's id. */
-  readonly createKeyWithId: (plan: Plan, limits?: QuotaLimits) => Promise<CreatedTestKey>
+  readonly createKeyWithId: (plan: Plan, limits?: QuotaLimits, role?: KeyRole) => Promise<CreatedTestKey>
 }
 
 /**
@@ -76,14 +76,14 @@ export const startServerProcess = async (
   const origin = `http://127.0.0.1:${port}`
   const admin = `http://127.0.0.1:${adminPort}`
   await waitUntilReady(server, `${origin}/readyz`, timeoutMs)
-  const withId = (plan: Plan, limits?: QuotaLimits) => createKey(admin, plan, limits)
+  const withId = (plan: Plan, limits?: QuotaLimits, role?: KeyRole) => createKey(admin, plan, limits, ADMIN_TOKEN, role)
   return {
     server,
     port,
     origin,
     admin,
     createKeyWithId: withId,
-    createKey: async (plan, limits) => (await withId(plan, limits)).key
+    createKey: async (plan, limits, role) => (await withId(plan, limits, role)).key
   }
 }
 
