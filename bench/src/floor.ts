@@ -8,6 +8,7 @@
  * With FLOOR_PLAIN=1 it is the plain floor: the same queries with no key
  * lookup and no quota statement at all (what the issue calls the "plain
  * floor"), the bare cost of node:http and postgres.js serving the endpoint.
+ * An order still belongs to a key: the plain floor's go to FLOOR_KEY_ID's.
  */
 import { createHash } from "node:crypto"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
@@ -53,9 +54,15 @@ const readBody = (req: IncomingMessage) =>
 
 const plain = process.env.FLOOR_PLAIN === "1"
 
+/** The caller's key id, and the headers that show the quota decision (none in the plain floor). */
+interface Admitted {
+  readonly keyId: string
+  readonly headers: Record<string, string>
+}
+
 /** The key lookup and the quota statement, and the headers that show the decision; nothing in the plain floor. */
-const admit = async (req: IncomingMessage, res: ServerResponse): Promise<Record<string, string> | undefined> => {
-  if (plain) return {}
+const admit = async (req: IncomingMessage, res: ServerResponse): Promise<Admitted | undefined> => {
+  if (plain) return { keyId: process.env.FLOOR_KEY_ID ?? "", headers: {} }
   const key = await lookUpKey(req.headers.authorization)
   if (!key) return void send(res, 401, { code: "unauthorized", message: "unauthorized", status: 401 })
   const [quota] = await sql<Array<{ admitted: boolean; minute_count: number; minute_start: number }>>`
@@ -66,12 +73,13 @@ const admit = async (req: IncomingMessage, res: ServerResponse): Promise<Record<
     "x-ratelimit-reset": String(Math.ceil(quota!.minute_start / 1000) + 60)
   }
   if (!quota!.admitted) return void send(res, 429, { code: "rate_limited", message: "rate limited", status: 429 }, headers)
-  return headers
+  return { keyId: key.id, headers }
 }
 
 const handle = async (req: IncomingMessage, res: ServerResponse) => {
-  const headers = await admit(req, res)
-  if (headers === undefined) return
+  const admitted = await admit(req, res)
+  if (admitted === undefined) return
+  const { headers, keyId } = admitted
 
   const url = new URL(req.url!, "http://floor")
   if (req.method === "GET" && url.pathname === "/v1/pets") {
@@ -89,6 +97,21 @@ const handle = async (req: IncomingMessage, res: ServerResponse) => {
       INSERT INTO pets (name, category_id, status) VALUES (${pet.name}, ${pet.categoryId}, ${pet.status ?? "available"})
       RETURNING id, name, category_id AS "categoryId", status`
     return send(res, 201, row, { ...headers, location: `/v1/pets/${row!.id}` })
+  }
+  if (req.method === "POST" && url.pathname === "/v1/store/orders") {
+    // The pet becomes pending and the order is placed in one statement, as anyone would write it to be atomic.
+    const { petId } = JSON.parse(await readBody(req)) as { petId: number }
+    const [order] = await sql`
+      WITH pet AS (
+        UPDATE pets SET status = 'pending', version = version + 1 WHERE id = ${petId} AND status = 'available' RETURNING id
+      )
+      INSERT INTO orders (pet_id, open_pet_id, api_key_id, status) SELECT id, id, ${keyId}, 'placed' FROM pet
+      RETURNING id, pet_id AS "petId", status, placed_at AS "placedAt", updated_at AS "updatedAt"`
+    if (order) return send(res, 201, order, { ...headers, location: `/v1/store/orders/${order.id}` })
+    const [pet] = await sql`SELECT status FROM pets WHERE id = ${petId}`
+    return pet
+      ? send(res, 409, { code: "pet_not_available", message: `Pet ${petId} is ${pet.status}`, status: 409 }, headers)
+      : send(res, 404, { code: "not_found", message: "not found", status: 404 }, headers)
   }
   const match = /^\/v1\/pets\/(\d+)$/.exec(url.pathname)
   if (req.method === "GET" && match) {

@@ -1,11 +1,12 @@
 // @ts-check
 /**
- * What every script needs to talk to the API and judge its answers: headers, JSON bodies, the Error and
- * Pet shapes, and the rate-limit headers (README "Quotas").
+ * What every script needs to talk to the API and judge its answers: headers, JSON bodies, the Error, Pet
+ * and Order shapes, and the rate-limit headers (README "Quotas").
  */
 /** @import { Response } from "k6/http" */
 
 export const PET_STATUSES = ["available", "pending", "sold"];
+export const ORDER_STATUSES = ["placed", "delivered", "cancelled"];
 
 /**
  * @param {string} key an API key
@@ -87,6 +88,29 @@ export function isPet(value) {
  */
 export function isPetArray(value) {
   return Array.isArray(value) && value.every(isPet);
+}
+
+/**
+ * @param {unknown} value
+ * @returns {boolean} whether value is an ISO 8601 UTC time with milliseconds, as the store writes them
+ */
+function isTimestamp(value) {
+  return typeof value === "string" && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value) && isFinite(Date.parse(value));
+}
+
+/**
+ * An Order (README "Orders"): `id`, `petId`, `status`, `placedAt` and `updatedAt`, nothing else, and
+ * `updatedAt` never before `placedAt`.
+ * @param {unknown} value
+ * @returns {boolean}
+ */
+export function isOrder(value) {
+  if (!isRecord(value)) return false;
+  const allowed = ["id", "petId", "status", "placedAt", "updatedAt"];
+  return isId(value.id) && isId(value.petId) && typeof value.status === "string" &&
+    ORDER_STATUSES.indexOf(value.status) >= 0 && isTimestamp(value.placedAt) && isTimestamp(value.updatedAt) &&
+    Date.parse(String(value.updatedAt)) >= Date.parse(String(value.placedAt)) &&
+    Object.keys(value).every((field) => allowed.indexOf(field) >= 0);
 }
 
 /**

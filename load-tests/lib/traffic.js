@@ -36,7 +36,7 @@ const state = {
  * @param {string[]} keys
  * @returns {number | undefined} an index into keys
  */
-function pickKey(keys) {
+export function pickKey(keys) {
   const now = Date.now();
   const first = exec.scenario.iterationInTest % keys.length;
   for (let step = 0; step < keys.length; step++) {
@@ -45,6 +45,15 @@ function pickKey(keys) {
     if (until === undefined || until <= now) return index;
   }
   return undefined;
+}
+
+/**
+ * After a 429: this VU leaves the key alone until its Retry-After has run out.
+ * @param {number} keyIndex the key's index, as pickKey returned it
+ * @param {Response} res the 429
+ */
+export function holdKey(keyIndex, res) {
+  state.limitedUntil[keyIndex] = Date.now() + (retryAfterSeconds(res) || 1) * 1000;
 }
 
 /**
@@ -135,8 +144,7 @@ export function mixedIteration(options) {
 
   rateLimited.add(res.status === 429, Object.assign({ op }, extraTags));
   if (res.status === 429) {
-    const seconds = retryAfterSeconds(res) || 1;
-    state.limitedUntil[keyIndex] = Date.now() + seconds * 1000;
+    holdKey(keyIndex, res);
     check(res, { "429: Retry-After in whole seconds": () => retryAfterSeconds(res) !== undefined }, { op });
   } else if (res.status !== 0) {
     servedDuration.add(res.timings.duration, Object.assign({ op }, extraTags));

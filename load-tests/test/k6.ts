@@ -43,6 +43,10 @@ export interface K6Run {
 /**
  * `k6 run <script>` on the real binary. `env` reaches the script as `__ENV` through the process
  * environment, never on the command line, so API keys appear in no process listing and no log.
+ *
+ * `--address ""` turns off k6's REST API, which nothing here uses. Older k6 (0.49 among them) listens on
+ * 127.0.0.1:6565 by default, so a second k6 on the machine (another suite's, another checkout's) would
+ * find the port taken.
  */
 export const runK6 = (
   binary: string,
@@ -55,7 +59,7 @@ export const runK6 = (
   const summary = join(dir, "summary.json")
   const child = spawn(
     binary,
-    ["run", "--quiet", "--no-color", "--no-usage-report", "--summary-export", summary, script],
+    ["run", "--quiet", "--no-color", "--no-usage-report", "--address", "", "--summary-export", summary, script],
     {
       cwd: scriptsDir,
       // Only what k6 needs and what the script is given: the scripts read every variable as configuration.

@@ -12,17 +12,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   ADMIN_TOKEN,
   type Answer,
+  apiViolations,
   bearer,
   createTestDatabase,
   json,
   postgresAdminUrl,
   send,
+  sqlViolations,
   type StartedProcess,
   startServerProcess,
   type TestDatabase
 } from "@petstore/test-support"
 import { describeOnEachBackend, needsPostgres } from "./support/databases.ts"
-import { apiViolations, sqlViolations } from "./support/orderInvariants.ts"
 import { startServer } from "./support/testServer.ts"
 
 type Command =

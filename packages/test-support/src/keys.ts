@@ -10,7 +10,7 @@ export interface CreatedTestKey {
   readonly key: string
 }
 
-/** A new API key through the admin API at `adminUrl`, with the contract's typed client; a `customer` unless `role` says `staff`. */
+/** A new API key through the admin API at `adminUrl`, with the contract's typed client: a customer's unless `role` says otherwise. */
 export const createKey = (
   adminUrl: string,
   plan: Plan = "free",

@@ -53,10 +53,10 @@ export interface StartedProcess {
   readonly port: number
   readonly origin: string
   readonly admin: string
-  /** A new API key through the admin API of this process. */
+  /** A new API key through the admin API of this process: a customer's unless `role` says otherwise. */
   readonly createKey: (plan: Plan, limits?: QuotaLimits, role?: KeyRole) => Promise<string>
   /** The same, with the key's id. */
-  readonly createKeyWithId: (plan: Plan, limits?: QuotaLimits) => Promise<CreatedTestKey>
+  readonly createKeyWithId: (plan: Plan, limits?: QuotaLimits, role?: KeyRole) => Promise<CreatedTestKey>
 }
 
 /**

@@ -1,5 +1,5 @@
-import { bearer, send } from "@petstore/test-support"
 import postgres from "postgres"
+import { bearer, send } from "./http.ts"
 
 /**
  * The invariants of issue 13 (README "Orders"), checked two ways: through the
