@@ -1,10 +1,11 @@
-import { Pet, Pets, PetStatus } from "@petstore/contract"
+import { PetStatus } from "@petstore/contract"
 import { Effect, Option, Schema } from "effect"
 import { type Check, type Phase, skipped } from "./checks.ts"
 import { GENERAL_PHASE, keyHint, type RunContext } from "./context.ts"
 import { decodeBody, ensure, expectError, expectStatus, failure, header, integerHeader, isSuccess } from "./expect.ts"
 import { anonymous, type Credential, describeResponse, type Exchange, Http, type SendOptions, withKey } from "./http.ts"
 import { CheckFailed, type CheckSkipped, type Tag } from "./model.ts"
+import { SpecPet as Pet, SpecPets as Pets } from "./specSchemas.ts"
 
 const check = (
   id: string,

@@ -31,7 +31,7 @@ export const rateLimitHeadersPresent: Invariant = {
 }
 
 /** The spec's Error: `code`, `message` and `status`; any string will do for `code`, whose values the spec leaves open. */
-const SpecError = Schema.Struct({ code: Schema.NonEmptyString, message: Schema.String, status: Schema.Int })
+const SpecError = Schema.Struct({ code: Schema.String, message: Schema.String, status: Schema.Int })
 const isSpecError = Schema.is(SpecError)
 
 /** Why a response is not the spec's Error with `status` equal to the HTTP status, or `undefined` when it is. */
@@ -47,7 +47,8 @@ const isErrorResponse = (exchange: Exchange) => exchange.status >= 400 && exchan
 
 export const errorBodies: Invariant = {
   id: "errors.shape",
-  appliesTo: isErrorResponse,
+  // "The body of a 429 response is not shown" (spec §7): any body will do there.
+  appliesTo: (exchange) => isErrorResponse(exchange) && exchange.status !== 429,
   violation: (exchange) => {
     const problem = errorShapeProblem(exchange)
     return problem === undefined ? undefined : {
@@ -61,6 +62,32 @@ export const errorBodies: Invariant = {
 export const errorCodes: Record<number, ReadonlyArray<string>> = Object.entries(errorStatusByCode).reduce<
   Record<number, Array<string>>
 >((byStatus, [code, status]) => ({ ...byStatus, [status]: [...(byStatus[status] ?? []), code] }), {})
+
+/** A request to one of the spec's operations: `GET /pets`, `POST /pets` or `GET /pets/{petId}`. */
+const isSpecOperation = (exchange: Exchange) => {
+  const path = new URL(exchange.url).pathname
+  return /\/pets\/?$/.test(path) ? exchange.method === "GET" || exchange.method === "POST" :
+    /\/pets\/[^/]+\/?$/.test(path) && exchange.method === "GET"
+}
+
+/** The media type of a Content-Type, without its parameters. */
+const mediaType = (exchange: Exchange) => (exchange.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase()
+
+export const jsonBodies: Invariant = {
+  id: "media.json",
+  appliesTo: (exchange) => isSpecOperation(exchange) && exchange.text !== "",
+  violation: (exchange) => {
+    const problem = mediaType(exchange) !== "application/json"
+      ? `Content-Type is ${exchange.headers.get("content-type") ?? "missing"}`
+      : exchange.json === undefined
+      ? "the body is not JSON"
+      : undefined
+    return problem === undefined ? undefined : {
+      expected: "a body sent as Content-Type: application/json, and JSON (spec §1, §4)",
+      received: `${problem}: ${describeResponse(exchange, ["content-type"])}`
+    }
+  }
+}
 
 const isErrorBody = Schema.is(ErrorBody)
 
@@ -103,7 +130,7 @@ export const noStoreHeaders: Invariant = {
       }
 }
 
-export const INVARIANTS: ReadonlyArray<Invariant> = [rateLimitHeadersPresent, errorBodies, exactErrorBodies, noStoreHeaders]
+export const INVARIANTS: ReadonlyArray<Invariant> = [rateLimitHeadersPresent, errorBodies, jsonBodies, exactErrorBodies, noStoreHeaders]
 
 interface Tally {
   checked: number

@@ -4,6 +4,7 @@ import { type Check, isSelected, type Phase, runPhases, skipped } from "./checks
 import type { RunContext } from "./context.ts"
 import { DEFAULT_FUZZ_REQUESTS, fuzzChecks } from "./fuzz.ts"
 import { generalPhase } from "./general.ts"
+import { specChecks } from "./specChecks.ts"
 import { anonymous, Http, makeHttp, probe, withKey } from "./http.ts"
 import { makeObservations } from "./invariants.ts"
 import { type ApiKey, CheckFailed, type CheckResult, type Plan, PLANS, summarize, type SuiteResult, Unreachable } from "./model.ts"
@@ -97,6 +98,13 @@ const invariantChecks = (tally: ReturnType<typeof makeObservations>["tally"]): R
       run: fromTally("errors.shape")
     },
     {
+      id: "media.json",
+      area: "media",
+      tag: "spec",
+      title: "every body the operations answer is application/json",
+      run: fromTally("media.json")
+    },
+    {
       id: "headers.no-store",
       area: "headers",
       tag: "extension",
@@ -112,6 +120,45 @@ const invariantChecks = (tally: ReturnType<typeof makeObservations>["tally"]): R
     }
   ]
 }
+
+/** Every phase of a run, its checks in catalogue order. */
+const phasesOf = (
+  run: RunContext,
+  checks: { readonly fuzz: ReadonlyArray<Check>; readonly invariants: ReadonlyArray<Check> }
+) =>
+  Effect.gen(function*() {
+    const general = yield* generalPhase(run)
+    // The schema-driven phase sends with the general key, after the general checks, so that they count its requests alone.
+    const phases: Array<Phase> = [
+      { ...general, checks: [...general.checks, ...yield* specChecks(run), ...checks.fuzz] },
+      ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))
+    ]
+    phases.push(yield* storePhase(run))
+    phases.push({ name: "invariants", after: phases.map((phase) => phase.name), checks: checks.invariants })
+    return phases
+  })
+
+/** Every check of the suite (a plan's checks once per plan), as `--only` and `--grep` choose from them; nothing is sent. */
+export const catalogue: Effect.Effect<ReadonlyArray<Pick<Check, "id" | "area" | "tag" | "title">>> = Effect.gen(function*() {
+  const run: RunContext = {
+    baseUrl: "http://catalogue.invalid/v1",
+    runId: "catalogue",
+    keys: { free: [], pro: [], business: [], enterprise: [] },
+    generalKey: undefined,
+    staffKey: undefined,
+    daily: false,
+    maxWaitSeconds: 0,
+    progress: () => {},
+    petName: () => "catalogue"
+  }
+  const fuzz = yield* fuzzChecks(run, { requests: 0, seed: 0 })
+  const noDocument = { url: undefined, observe: () => {}, tally: () => ({ checked: 0, broken: 0 }), check: Effect.void }
+  const phases = yield* phasesOf(run, {
+    fuzz: fuzz.checks,
+    invariants: [...invariantChecks(makeObservations().tally), documentCheck(noDocument)]
+  })
+  return phases.flatMap((phase) => phase.checks.map(({ area, id, tag, title }) => ({ id, area, tag, title })))
+})
 
 export const suite = (options: SuiteOptions) =>
   Effect.gen(function*() {
@@ -216,18 +263,7 @@ export const suite = (options: SuiteOptions) =>
 
     const seed = options.seed ?? randomBytes(4).readUInt32BE() >>> 1
     const fuzz = yield* fuzzChecks(run, { requests: options.fuzz ?? DEFAULT_FUZZ_REQUESTS, seed })
-    // The schema-driven phase sends with the general key, after the general checks, so that they count its requests alone.
-    const general = yield* generalPhase(run)
-    const phases: Array<Phase> = [
-      { ...general, checks: [...general.checks, ...fuzz.checks] },
-      ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))
-    ]
-    phases.push(yield* storePhase(run))
-    phases.push({
-      name: "invariants",
-      after: phases.map((phase) => phase.name),
-      checks: [...invariantChecks(observations.tally), documentCheck(document)]
-    })
+    const phases = yield* phasesOf(run, { fuzz: fuzz.checks, invariants: [...invariantChecks(observations.tally), documentCheck(document)] })
 
     const results = yield* runPhases(
       phases,
