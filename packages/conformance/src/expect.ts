@@ -54,3 +54,30 @@ export const integerHeader = (exchange: Exchange, name: string) => {
 }
 
 export const isSuccess = (exchange: Exchange) => exchange.status >= 200 && exchange.status < 300
+
+/**
+ * Requests in a row, taken again (twice at most) while they straddle a window
+ * boundary: a sample across a reset says nothing about how requests count.
+ */
+export const inOneWindow = <E, R>(take: Effect.Effect<ReadonlyArray<Exchange>, E, R>) =>
+  Effect.gen(function*() {
+    let sample = yield* take
+    for (let retake = 0; retake < 2 && new Set(sample.map((x) => header(x, "x-ratelimit-reset"))).size > 1; retake++) {
+      sample = yield* take
+    }
+    return sample
+  })
+
+/** Each answer of the sample has one request less left than the answer before it. */
+export const ensureEachSpendsOne = (sample: ReadonlyArray<Exchange>, why = "") =>
+  Effect.gen(function*() {
+    for (let i = 1; i < sample.length; i++) {
+      const before = integerHeader(sample[i - 1]!, "x-ratelimit-remaining")
+      const after = integerHeader(sample[i]!, "x-ratelimit-remaining")
+      yield* ensure(
+        after === before - 1,
+        sample[i]!,
+        `X-RateLimit-Remaining: ${before - 1}, one less than the answer before (${before})${why}`
+      )
+    }
+  })

@@ -2,7 +2,7 @@ import { planQuotas } from "@petstore/contract"
 import { Effect } from "effect"
 import { type Check, skipped } from "./checks.ts"
 import { keyHint, type RunContext } from "./context.ts"
-import { decodeBody, ensure, expectError, expectStatus, header, integerHeader } from "./expect.ts"
+import { decodeBody, ensure, ensureEachSpendsOne, expectError, expectStatus, inOneWindow, integerHeader } from "./expect.ts"
 import { type Credential, describeResponse, type Exchange, Http, type SendOptions, withKey } from "./http.ts"
 import { CheckFailed, type CheckSkipped } from "./model.ts"
 import { SpecPet, SpecPets } from "./specSchemas.ts"
@@ -83,16 +83,6 @@ export const specChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>>
         for (const body of bodies) yield* expectError(yield* postRaw(body), 400)
       })
 
-    /** Requests in a row, retaken (twice at most) when they straddle a window boundary. */
-    const inOneWindow = <A>(take: Effect.Effect<ReadonlyArray<Exchange>, A, Http>) =>
-      Effect.gen(function*() {
-        let sample = yield* take
-        for (let retake = 0; retake < 2 && new Set(sample.map((x) => header(x, "x-ratelimit-reset"))).size > 1; retake++) {
-          sample = yield* take
-        }
-        return sample
-      })
-
     return [
       check("versioning.base-path", "the base URL ends in the version segment /v1", Effect.gen(function*() {
         const path = new URL(run.baseUrl).pathname.replace(/\/+$/, "")
@@ -163,15 +153,7 @@ export const specChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>>
           const fetch = yield* get(`/pets/${id}`)
           return [list, create, fetch, yield* get("/pets?limit=1")]
         }))
-        for (let i = 1; i < sample.length; i++) {
-          const before = integerHeader(sample[i - 1]!, "x-ratelimit-remaining")
-          const after = integerHeader(sample[i]!, "x-ratelimit-remaining")
-          yield* ensure(
-            after === before - 1,
-            sample[i]!,
-            `X-RateLimit-Remaining: ${before - 1}, one less than the answer before (${before}): every request counts against the quota`
-          )
-        }
+        yield* ensureEachSpendsOne(sample, ": every request counts against the quota")
       })),
       check("headers.reset-minute", "X-RateLimit-Reset is at most a minute away while the minute's limit is in force", Effect.gen(function*() {
         const plan = key?.plan ?? "free"
