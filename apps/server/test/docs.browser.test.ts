@@ -21,7 +21,8 @@ describe.skipIf(!chromiumAvailable)("the API reference page at /docs, in Chromiu
     await server?.stop()
   })
 
-  it("takes a pasted API key as a bearer token: listPets' code sample carries it and \"try it\" gets a 200", async () => {
+  /** The docs page in a fresh browser context, with a new key pasted as the bearer token. */
+  const docsWithNewKey = async () => {
     const { key } = await server.createKey("free")
     const context = await browser.newContext()
     // The page must work on its own: whatever it would fetch from elsewhere (fonts) is refused.
@@ -30,10 +31,14 @@ describe.skipIf(!chromiumAvailable)("the API reference page at /docs, in Chromiu
     // A missing control should fail the test with its name well before the test's own timeout.
     page.setDefaultTimeout(15_000)
     await page.goto(`${origin()}/docs`)
-
     await page.getByRole("button", { name: "Select Auth Type" }).click()
     await page.getByRole("option", { name: "apiKey" }).click()
     await page.getByRole("textbox", { name: "Bearer Token" }).fill(key)
+    return { key, context, page }
+  }
+
+  it("takes a pasted API key as a bearer token: listPets' code sample carries it and \"try it\" gets a 200", async () => {
+    const { key, context, page } = await docsWithNewKey()
 
     await page.getByRole("button", { name: /^List pets/ }).click()
     const listPets = page.getByRole("region", { name: "List pets", exact: true })
@@ -58,16 +63,7 @@ describe.skipIf(!chromiumAvailable)("the API reference page at /docs, in Chromiu
   }, 90_000)
 
   it("sends createPet's example as it stands and gets 201: the example body and headers are a request the server accepts", async () => {
-    const { key } = await server.createKey("free")
-    const context = await browser.newContext()
-    await context.route((url) => url.origin !== origin(), (route) => route.abort())
-    const page = await context.newPage()
-    page.setDefaultTimeout(15_000)
-    await page.goto(`${origin()}/docs`)
-
-    await page.getByRole("button", { name: "Select Auth Type" }).click()
-    await page.getByRole("option", { name: "apiKey" }).click()
-    await page.getByRole("textbox", { name: "Bearer Token" }).fill(key)
+    const { context, page } = await docsWithNewKey()
 
     await page.getByRole("button", { name: /^Add a pet/ }).click()
     const createPet = page.getByRole("region", { name: "Add a pet", exact: true })
