@@ -153,7 +153,9 @@ const main = async () => {
   const startServer = async (label: string, env: Record<string, string>, extraNodeOptions: ReadonlyArray<string> = []) => {
     starting(label)
     const nodeOptions = [...serverNodeOptions, ...extraNodeOptions]
-    const target = await startLogged(label, serverMain, { DATABASE_URL: databaseUrl, ...env }, { nodeOptions })
+    // glibc's malloc arenas are set by the environment, not by a flag: MALLOC_ARENA_MAX reaches the server.
+    const mallocArenas = process.env.MALLOC_ARENA_MAX === undefined ? {} : { MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX }
+    const target = await startLogged(label, serverMain, { DATABASE_URL: databaseUrl, ...mallocArenas, ...env }, { nodeOptions })
     started.push(target.server)
     console.log("ready")
     return target
@@ -296,7 +298,9 @@ const keptAnalysis = () => {
 const soakRun = async (server: Target, key: string) => {
   const samples: Array<{ at: number; rss: number; p99: number }> = []
   const begin = Date.now()
-  const sampler = setInterval(() => samples.push({ at: Math.round((Date.now() - begin) / 1000), rss: rssMiB(server.server.child.pid!), p99: 0 }), 10_000)
+  const pid = server.server.child.pid!
+  const sampler = setInterval(() => samples.push({ at: Math.round((Date.now() - begin) / 1000), rss: rssMiB(pid), p99: 0 }), 10_000)
+  const cpuBefore = cpuSeconds(pid)
   const result = await autocannon({
     url: server.origin,
     connections: CONNECTIONS,
@@ -305,7 +309,11 @@ const soakRun = async (server: Target, key: string) => {
     requests: requestsFor("list", key, { first: 0, last: 0, next: 0 }) as Array<autocannon.Request>
   })
   clearInterval(sampler)
-  console.log(`soak: ${result.requests.average.toFixed(0)} req/s, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx + result.errors + result.timeouts}`)
+  const cpu = cpuSeconds(pid) - cpuBefore
+  // At a fixed rate the server is not saturated, so its CPU per request is the cost of a memory setting.
+  console.log(`soak: ${result.requests.average.toFixed(0)} req/s, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx + result.errors + result.timeouts}; ` +
+    `server CPU ${(1000 * cpu / result.requests.total).toFixed(3)} s per 1,000 requests (${(result.requests.total / cpu).toFixed(0)} req per CPU-s); ` +
+    `RSS MiB every 10 s: ${samples.map((sample) => sample.rss.toFixed(0)).join(" ")}`)
   return samples
 }
 
