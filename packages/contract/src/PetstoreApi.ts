@@ -29,34 +29,40 @@ export const PageSize = DecimalId.check(
 ).annotate({ default: DEFAULT_PAGE_SIZE })
 
 /**
- * `limit` is optional on both sides: a decoding default would make it required
- * for the typed client, whose input is the decoded side. The server reads a
- * missing `limit` as `DEFAULT_PAGE_SIZE`.
+ * The query of a keyset-paged list of `noun`, filtered by `status`. `limit` is
+ * optional on both sides: a decoding default would make it required for the
+ * typed client, whose input is the decoded side. The server reads a missing
+ * `limit` as `DEFAULT_PAGE_SIZE`.
  */
-export const ListPetsQuery = Schema.Struct({
-  limit: Schema.optionalKey(PageSize.annotate({
-    description: `Maximum number of pets returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`
-  })),
-  status: Schema.optionalKey(PetStatus),
-  cursor: Schema.optionalKey(Schema.String.annotate({
-    description: "Opaque position from a previous page's `Link: <…>; rel=\"next\"` header"
-  }))
-})
+const pageQuery = <S extends Schema.Top>(noun: string, status: S) =>
+  Schema.Struct({
+    limit: Schema.optionalKey(PageSize.annotate({
+      description: `Maximum number of ${noun} returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`
+    })),
+    status: Schema.optionalKey(status),
+    cursor: Schema.optionalKey(Schema.String.annotate({
+      description: "Opaque position from a previous page's `Link: <…>; rel=\"next\"` header"
+    }))
+  })
 
 /** `status` filters; `limit` and `cursor` page. Described by value in the OpenAPI document, where Effect would show strings. */
-const listPetsParameters = describeParameters({
-  limit: {
-    value: Schema.toType(PageSize),
-    description: `Maximum number of pets returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}). ${DECIMAL_SPELLING}.`
-  },
-  cursor: {
-    value: Schema.String.check(Schema.isPattern(cursorAsIssued())),
-    description: "Where the page starts: copy it from the previous page's `Link: <…>; rel=\"next\"` URL. " +
-      "Leave it out for the first page. Treat it as opaque: the pattern shows the cursors this version issues " +
-      "(ids up to 15 digits), so that schema-driven tools can make valid ones; any other value is 400.",
-    offByDefault: { summary: "A cursor from a Link header (leave it out for the first page)", value: "YWZ0ZXI6MjA" }
-  }
-})
+const pageParameters = (noun: string) =>
+  describeParameters({
+    limit: {
+      value: Schema.toType(PageSize),
+      description: `Maximum number of ${noun} returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}). ${DECIMAL_SPELLING}.`
+    },
+    cursor: {
+      value: Schema.String.check(Schema.isPattern(cursorAsIssued())),
+      description: "Where the page starts: copy it from the previous page's `Link: <…>; rel=\"next\"` URL. " +
+        "Leave it out for the first page. Treat it as opaque: the pattern shows the cursors this version issues " +
+        "(ids up to 15 digits), so that schema-driven tools can make valid ones; any other value is 400.",
+      offByDefault: { summary: "A cursor from a Link header (leave it out for the first page)", value: "YWZ0ZXI6MjA" }
+    }
+  })
+
+export const ListPetsQuery = pageQuery("pets", PetStatus)
+const listPetsParameters = pageParameters("pets")
 
 /**
  * The cursors this version issues, as a pattern: base64url, without padding,
@@ -244,28 +250,8 @@ export class PetsGroup extends HttpApiGroup.make("pets")
   .annotate(OpenApi.Description, "Animals available for adoption: list them, add one, fetch one by id")
 {}
 
-export const ListOrdersQuery = Schema.Struct({
-  limit: Schema.optionalKey(PageSize.annotate({
-    description: `Maximum number of orders returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`
-  })),
-  status: Schema.optionalKey(OrderStatus),
-  cursor: Schema.optionalKey(Schema.String.annotate({
-    description: "Opaque position from a previous page's `Link: <…>; rel=\"next\"` header"
-  }))
-})
-
-const listOrdersParameters = describeParameters({
-  limit: {
-    value: Schema.toType(PageSize),
-    description: `Maximum number of orders returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}). ${DECIMAL_SPELLING}.`
-  },
-  cursor: {
-    value: Schema.String.check(Schema.isPattern(cursorAsIssued())),
-    description: "Where the page starts: copy it from the previous page's `Link: <…>; rel=\"next\"` URL. " +
-      "Leave it out for the first page. Treat it as opaque; any value this version did not issue is 400.",
-    offByDefault: { summary: "A cursor from a Link header (leave it out for the first page)", value: "YWZ0ZXI6MjA" }
-  }
-})
+export const ListOrdersQuery = pageQuery("orders", OrderStatus)
+const listOrdersParameters = pageParameters("orders")
 
 const orderIdParameter = describeParameters({
   orderId: { value: OrderId, description: `The order's id, a positive integer up to 2^53 − 1. ${DECIMAL_SPELLING}.` }
