@@ -9,7 +9,8 @@
  * ADMIN_URL (default http://127.0.0.1:8081) is the admin listener's address.
  * Exit codes: 0 done, 1 the server refused or could not be reached, 2 bad usage or configuration.
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import {
   type AdminClient,
   ApiKeyId,

@@ -1,7 +1,7 @@
 // Compiles schemas to plain functions on first use (~10% on schema-heavy requests, measured by the team);
 // it must run before any schema is built, so it comes first. Unstable API, pinned with effect's version.
 import "effect/schema/SchemaJITCompiler/enable"
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Exit, Layer, Runtime } from "effect"
 import cluster from "node:cluster"
 import { stopWithPrimary, superviseWorkers } from "./cluster.ts"

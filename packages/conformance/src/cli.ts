@@ -10,7 +10,8 @@
  *
  * Exit codes: 0 nothing failed, 1 a check failed, 2 bad usage, a refused key or an unreachable base URL.
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Config, Console, Data, Effect, FileSystem, Option, Runtime } from "effect"
 import { CliError, CliOutput, Command, Flag } from "effect/cli"
 import { argumentValues, concatPlans, countKeys, type KeysByPlan, parseAssignment, parseKeysFile } from "./keys.ts"
