@@ -25,7 +25,7 @@
  * BENCH_SECONDS (8), BENCH_SOAK_SECONDS (300), BENCH_SOAK_RATE (1000 req/s),
  * BENCH_SERVER_NODE_OPTIONS (Node flags for the server processes; none).
  */
-import { createKey, createTestDatabase, serverEntry, type ServerProcess } from "@petstore/test-support"
+import { builtServerEntry, createKey, createTestDatabase, type ServerProcess } from "@petstore/test-support"
 import autocannon from "autocannon"
 import { readFileSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, totalmem } from "node:os"
@@ -43,7 +43,7 @@ const serverNodeOptions = (process.env.BENCH_SERVER_NODE_OPTIONS ?? "").split(" 
 const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? 300)
 const soakRate = Number(process.env.BENCH_SOAK_RATE ?? 1000)
 const CONNECTIONS = 64
-const serverMain = serverEntry(import.meta.url)
+const serverMain = builtServerEntry(import.meta.url)
 const floorMain = fileURLToPath(new URL("./floor.ts", import.meta.url))
 const resultsFile = fileURLToPath(new URL("../RESULTS.md", import.meta.url))
 
