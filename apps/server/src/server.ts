@@ -179,10 +179,13 @@ const Logging = Layer.unwrap(Effect.gen(function*() {
   )
 }))
 
-/** Traces go to the OTLP/HTTP collector at OTEL_EXPORTER_OTLP_ENDPOINT when it is set; otherwise nowhere. */
+/**
+ * Traces go to the OTLP/HTTP collector at OTEL_EXPORTER_OTLP_ENDPOINT when it is set; otherwise nowhere, and
+ * spans are not even recorded: every request's spans would be timed and kept only to be dropped.
+ */
 const Tracing = Layer.unwrap(Effect.gen(function*() {
   const { otlpEndpoint } = yield* AppConfig
-  if (Option.isNone(otlpEndpoint)) return Layer.empty
+  if (Option.isNone(otlpEndpoint)) return Layer.succeed(References.TracerEnabled, false)
   const url = new URL("v1/traces", otlpEndpoint.value.href.endsWith("/") ? otlpEndpoint.value : `${otlpEndpoint.value.href}/`)
   return OtlpTracer.layer({ url: url.href, resource: { serviceName: "petstore" }, exportInterval: "1 second" }).pipe(
     Layer.provide(OtlpSerialization.layerJson),
