@@ -20,6 +20,7 @@ import { PetChanges } from "./pets/PetChanges.ts"
 import { PetCreation } from "./pets/PetCreation.ts"
 import { Pets } from "./pets/Pets.ts"
 import { Quota } from "./quota/Quota.ts"
+import { traced } from "./observability/spans.ts"
 
 /** Where the listeners ended up (a port of 0 picks a free one). */
 export class ListenAddresses extends Context.Service<ListenAddresses, {
@@ -112,10 +113,10 @@ const holdAddress = (listener: Listener) =>
  * together, so that PORT and ADMIN_PORT cannot be the same, then let go: the
  * server binds them for good only when its routes are ready.
  */
-export const checkListeners = Effect.fn("checkListeners")(function*(config: AppConfigValues) {
+export const checkListeners = Effect.fnUntraced(function*(config: AppConfigValues) {
   const fixed = listenersOf(config).filter((listener) => listener.port !== 0)
   yield* Effect.scoped(Effect.forEach(fixed, holdAddress, { discard: true }))
-})
+}, traced("checkListeners"))
 
 /**
  * Builds every route first and only then listens, so the server never accepts

@@ -3,6 +3,7 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../config.ts"
 import { currentAdmission } from "../http/quotaAdmission.ts"
+import { traced } from "../observability/spans.ts"
 
 const unauthorized = new Unauthorized({
   message: "A valid API key is required: send `Authorization: Bearer <API_KEY>`"
@@ -19,12 +20,12 @@ const unauthorized = new Unauthorized({
 export const ApiKeyAuthLive = Layer.succeed(
   ApiKeyAuth,
   ApiKeyAuth.of({
-    apiKey: Effect.fn("ApiKeyAuth.apiKey")(function*(httpEffect) {
+    apiKey: Effect.fnUntraced(function*(httpEffect) {
       const { key, refusal } = yield* currentAdmission
       if (Option.isSome(refusal)) return yield* refusal.value
       if (Option.isNone(key)) return yield* unauthorized
       return yield* Effect.provideService(httpEffect, CurrentApiKey, key.value)
-    })
+    }, traced("ApiKeyAuth.apiKey"))
   })
 )
 

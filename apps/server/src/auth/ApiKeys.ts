@@ -13,6 +13,7 @@ import { createHash, randomBytes } from "node:crypto"
 import { Database } from "../db/Database.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { sql } from "../db/sql.ts"
+import { traced } from "../observability/spans.ts"
 
 export interface ApiKey {
   readonly id: ApiKeyId
@@ -108,7 +109,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           Effect.map((rows) => Option.map(Option.fromUndefinedOr(rows[0]), toApiKey))
         )
 
-      const authenticate = Effect.fn("ApiKeys.authenticate")(function*(secret: Redacted.Redacted<string>) {
+      const authenticate = Effect.fnUntraced(function*(secret: Redacted.Redacted<string>) {
         const value = Redacted.value(secret)
         if (!value.startsWith(SECRET_PREFIX)) return Option.none<ApiKey>()
         const hash = hashSecret(value)
@@ -126,9 +127,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           cache.delete(hash)
         }
         return key
-      })
+      }, traced("ApiKeys.authenticate"))
 
-      const create = Effect.fn("ApiKeys.create")(function*(request: CreateKeyRequest) {
+      const create = Effect.fnUntraced(function*(request: CreateKeyRequest) {
         yield* checkPlanLimits(request.plan, request.limits)
         const secret = newSecret()
         const [row] = yield* db.query<ApiKeyRow>(sql`
@@ -137,9 +138,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
                   ${request.limits?.perMinute ?? null}, ${request.limits?.perDay ?? null}, ${request.role ?? "customer"})
           RETURNING id, name, plan, per_minute, per_day, role, created_at`)
         return { key: toApiKey(row!), secret }
-      })
+      }, traced("ApiKeys.create"))
 
-      const update = Effect.fn("ApiKeys.update")(function*(id: ApiKeyId, request: UpdateKeyRequest) {
+      const update = Effect.fnUntraced(function*(id: ApiKeyId, request: UpdateKeyRequest) {
         const existing = yield* find(id)
         if (Option.isNone(existing)) return Option.none<ApiKey>()
         const plan = request.plan ?? existing.value.plan
@@ -155,16 +156,16 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         cache.clear()
         yield* announceChange(id)
         return Option.map(Option.fromUndefinedOr(rows[0]), toApiKey)
-      })
+      }, traced("ApiKeys.update"))
 
-      const revoke = Effect.fn("ApiKeys.revoke")(function*(id: ApiKeyId) {
+      const revoke = Effect.fnUntraced(function*(id: ApiKeyId) {
         const rows = yield* db.query(
           sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${id} AND revoked_at IS NULL RETURNING id`
         )
         cache.clear()
         yield* announceChange(id)
         return rows.length > 0
-      })
+      }, traced("ApiKeys.revoke"))
 
       const list = db.query<ApiKeyRow>(
         sql`SELECT id, name, plan, per_minute, per_day, role, created_at FROM api_keys WHERE revoked_at IS NULL ORDER BY created_at, id`

@@ -2,6 +2,7 @@ import { type ApiError, errorBodyOf, InternalError, NotFound, ServiceUnavailable
 import { Cause, Effect } from "effect"
 import { HttpServerError, HttpServerResponse } from "effect/http"
 import { DatabaseError } from "../db/DatabaseError.ts"
+import { traced } from "../observability/spans.ts"
 
 /** How long a client is asked to wait after a 503. */
 export const SERVICE_UNAVAILABLE_RETRY_SECONDS = 5
@@ -40,14 +41,14 @@ export const causeHas = (cause: Cause.Cause<unknown>, predicate: (u: unknown) =>
  * `dieOnDatabaseError`): an unavailable database is the documented 503,
  * anything else a bug, logged and answered 500.
  */
-const errorOfCause = Effect.fn("errorOfCause")(function*(cause: Cause.Cause<unknown>) {
+const errorOfCause = Effect.fnUntraced(function*(cause: Cause.Cause<unknown>) {
   if (causeHas(cause, (u) => u instanceof DatabaseError && u.unavailable)) {
     yield* Effect.logWarning("database unavailable", cause)
     return databaseUnavailable
   }
   yield* Effect.logError("unhandled failure", cause)
   return new InternalError({ message: "The service failed to handle the request" })
-})
+}, traced("errorOfCause"))
 
 export const renderCause = (cause: Cause.Cause<unknown>) => Effect.map(errorOfCause(cause), (error) => errorResponse(error))
 

@@ -5,6 +5,7 @@ import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { recordQuotaRefusal } from "../observability/metrics.ts"
+import { traced } from "../observability/spans.ts"
 import { Quota, type QuotaDecision } from "../quota/Quota.ts"
 import { answerEveryFailure, errorResponse } from "./errors.ts"
 import { rateLimitHeaders } from "./rateLimitHeaders.ts"
@@ -72,7 +73,7 @@ export const quotaAdmission = Effect.gen(function*() {
   const bearerCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
 
   /** An operation that costs no quota is only looked at for a ban, and only for a key: an address always pays. */
-  const admit = Effect.fn("quotaAdmission.admit")(function*(operation: Option.Option<Operation>) {
+  const admit = Effect.fnUntraced(function*(operation: Option.Option<Operation>) {
     const request = yield* HttpServerRequest.HttpServerRequest
     const facts = yield* CurrentRequestFacts
     facts.route = Option.match(operation, { onNone: () => `${API_BASE_PATH}/*`, onSome: ({ path }) => path })
@@ -99,7 +100,7 @@ export const quotaAdmission = Effect.gen(function*() {
       )
     }
     return { key, decision, refusal: refused ? Option.some(rateLimited(decision)) : Option.none() } satisfies Admission
-  })
+  }, traced("quotaAdmission.admit"))
 
   return <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
     Effect.gen(function*() {

@@ -6,6 +6,7 @@ import type { DatabaseError } from "../db/DatabaseError.ts"
 import { sql } from "../db/sql.ts"
 import { type OrderRow, toOrder } from "../orders/Orders.ts"
 import { type StoredPet, toStoredPet, type VersionedPetRow } from "../pets/Pets.ts"
+import { traced } from "../observability/spans.ts"
 
 /** What a request carrying an Idempotency-Key may do. */
 export type Claim =
@@ -119,7 +120,7 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
         readonly done_id: number | null
       }
 
-      const claim = Effect.fn("IdempotencyKeys.claim")(function*(scope: ClaimScope, requestHash: string) {
+      const claim = Effect.fnUntraced(function*(scope: ClaimScope, requestHash: string) {
         const token = randomUUID()
         const [row] = yield* db.query<Row>(sql`
           WITH claimed AS (
@@ -140,9 +141,9 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
         if (row?.request_hash === null || row?.request_hash === undefined) return { _tag: "InFlight" } as const
         if (row.request_hash !== requestHash) return { _tag: "Mismatch" } as const
         return row.done_id === null ? { _tag: "InFlight" } as const : { _tag: "Replay", id: Number(row.done_id) } as const
-      })
+      }, traced("IdempotencyKeys.claim"))
 
-      const completeClaim = Effect.fn("IdempotencyKeys.completeClaim")(function*(claim: HeldClaim, pet: NewPet) {
+      const completeClaim = Effect.fnUntraced(function*(claim: HeldClaim, pet: NewPet) {
         const rows = yield* db.query<VersionedPetRow>(sql`
           WITH owned AS (
             SELECT 1 FROM idempotency_keys
@@ -158,9 +159,9 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
           )
           SELECT * FROM pet`)
         return Option.map(Option.fromUndefinedOr(rows[0]), toStoredPet)
-      })
+      }, traced("IdempotencyKeys.completeClaim"))
 
-      const completeOrderClaim = Effect.fn("IdempotencyKeys.completeOrderClaim")(function*(claim: HeldClaim, petId: number) {
+      const completeOrderClaim = Effect.fnUntraced(function*(claim: HeldClaim, petId: number) {
         const [row] = yield* db.query<{ readonly owned: boolean } & { readonly [K in keyof OrderRow]: OrderRow[K] | null }>(sql`
           WITH owned AS (
             SELECT 1 FROM idempotency_keys
@@ -188,7 +189,7 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
         if (!row?.owned) return { _tag: "Lost" } as const
         if (row.id === null) return { _tag: "NotPlaced" } as const
         return { _tag: "Placed", order: toOrder(row as OrderRow) } as const
-      })
+      }, traced("IdempotencyKeys.completeOrderClaim"))
 
       const once = <A, E>(scope: ClaimScope, creation: Creation<A, E>) =>
         Effect.gen(function*() {

@@ -12,6 +12,7 @@ import { createHash } from "node:crypto"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
 import { type MoveRefusal, type OrderPage, type OrderPageQuery, Orders, type OrderScope, type PlaceRefusal } from "./Orders.ts"
+import { traced } from "../observability/spans.ts"
 
 /** The caller, as far as orders go: whose orders it sees, and whether it is staff. */
 export interface Caller {
@@ -87,7 +88,7 @@ export class OrderDesk extends Context.Service<OrderDesk, {
         }).pipe(Effect.map(({ created, replayed }) => ({ order: created, replayed })))
 
       return OrderDesk.of({
-        place: Effect.fn("OrderDesk.place")(function*(petId, caller, idempotencyKey) {
+        place: Effect.fnUntraced(function*(petId, caller, idempotencyKey) {
           if (idempotencyKey !== undefined) return yield* placeOnce(petId, caller, idempotencyKey)
           const order = yield* orders.place(petId, caller.id).pipe(
             Effect.catchIf(
@@ -96,7 +97,7 @@ export class OrderDesk extends Context.Service<OrderDesk, {
             )
           )
           return { order, replayed: false }
-        }),
+        }, traced("OrderDesk.place")),
         list: (caller, query) => orders.list(scopeOf(caller), query),
         get: (orderId, caller) =>
           orders.get(scopeOf(caller), orderId).pipe(
@@ -106,12 +107,12 @@ export class OrderDesk extends Context.Service<OrderDesk, {
           orders.move(scopeOf(caller), orderId, "cancelled").pipe(
             Effect.catchIf(isMoveRefusal, (refusal) => moveRefused(orderId, "cancelled")(refusal))
           ),
-        deliver: Effect.fn("OrderDesk.deliver")(function*(orderId, caller) {
+        deliver: Effect.fnUntraced(function*(orderId, caller) {
           if (caller.role !== "staff") return yield* new Forbidden({ message: "Delivering an order needs a staff API key" })
           return yield* orders.move(scopeOf(caller), orderId, "delivered").pipe(
             Effect.catchIf(isMoveRefusal, (refusal) => moveRefused(orderId, "delivered")(refusal))
           )
-        })
+        }, traced("OrderDesk.deliver"))
       })
     })
   )

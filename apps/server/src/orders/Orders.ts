@@ -3,6 +3,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { Database } from "../db/Database.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { type Statement, sql } from "../db/sql.ts"
+import { traced } from "../observability/spans.ts"
 
 /** A row of the orders table as its statements return it. */
 export interface OrderRow {
@@ -122,7 +123,7 @@ export class Orders extends Context.Service<Orders, {
 
       // Concurrent placements for one pet queue on its row lock; each re-reads the row once it is its turn, finds it
       // pending, and places nothing. The unique open_pet_id would refuse a second open order anyway.
-      const place = Effect.fn("Orders.place")(function*(petId: number, apiKeyId: string) {
+      const place = Effect.fnUntraced(function*(petId: number, apiKeyId: string) {
         const [row] = yield* db.query<OrderRow>(sql`
           WITH pet AS (
             UPDATE pets SET status = 'pending', version = version + 1
@@ -134,16 +135,16 @@ export class Orders extends Context.Service<Orders, {
           RETURNING id, pet_id, status, placed_at, updated_at`)
         if (row !== undefined) return toOrder(row)
         return yield* Effect.flatMap(placeRefusal(petId), (refusal) => Effect.fail(refusal))
-      })
+      }, traced("Orders.place"))
 
-      const list = Effect.fn("Orders.list")(function*(scope: OrderScope, query: OrderPageQuery) {
+      const list = Effect.fnUntraced(function*(scope: OrderScope, query: OrderPageQuery) {
         const rows = yield* db.query<OrderRow>(pageStatement(scope, query))
         const shown = rows.slice(0, query.limit).map(toOrder)
         return {
           orders: shown,
           nextAfter: rows.length > query.limit ? Option.some(shown.at(-1)!.id) : Option.none()
         } satisfies OrderPage
-      })
+      }, traced("Orders.list"))
 
       const get = (scope: OrderScope, id: number) =>
         db.query<OrderRow>(sql`
@@ -152,7 +153,7 @@ export class Orders extends Context.Service<Orders, {
           Effect.map(([row]) => Option.map(Option.fromUndefinedOr(row), toOrder))
         )
 
-      const move = Effect.fn("Orders.move")(function*(scope: OrderScope, id: number, to: keyof typeof moves) {
+      const move = Effect.fnUntraced(function*(scope: OrderScope, id: number, to: keyof typeof moves) {
         const [row] = yield* db.query<OrderRow>(sql`
           WITH pet AS (
             SELECT p.id FROM orders AS o JOIN pets AS p ON p.id = o.open_pet_id
@@ -173,7 +174,7 @@ export class Orders extends Context.Service<Orders, {
           onNone: () => Effect.fail<MoveRefusal>({ _tag: "OrderMissing" }),
           onSome: (order) => Effect.fail<MoveRefusal>({ _tag: "NotPlaced", status: order.status })
         })
-      })
+      }, traced("Orders.move"))
 
       return Orders.of({ place, placeRefusal, list, get, move })
     })

@@ -2,6 +2,7 @@ import { Forbidden, NotFound, PetHasOpenOrder, type PetPatch, PreconditionFailed
 import { Context, Effect, Layer } from "effect"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { type PetChangeRefusal, type PetPrecondition, Pets, type StoredPet } from "./Pets.ts"
+import { traced } from "../observability/spans.ts"
 
 /** A pet's `ETag`: its id and version, as a strong entity tag (RFC 9110). */
 export const etagOf = ({ pet, version }: StoredPet) => `"${pet.id}.${version}"`
@@ -52,7 +53,7 @@ export class PetChanges extends Context.Service<PetChanges, {
           pets.update(petId, patch, preconditionOf(petId, ifMatch)).pipe(
             Effect.catchIf((error) => error === "Missing" || error === "Stale", (refusal) => Effect.fail(refused(petId)(refusal)))
           ),
-        remove: Effect.fn("PetChanges.remove")(function*(petId, ifMatch, caller) {
+        remove: Effect.fnUntraced(function*(petId, ifMatch, caller) {
           if (caller.role !== "staff") return yield* new Forbidden({ message: "Deleting a pet needs a staff API key" })
           yield* pets.remove(petId, preconditionOf(petId, ifMatch)).pipe(
             Effect.catchIf(
@@ -61,7 +62,7 @@ export class PetChanges extends Context.Service<PetChanges, {
             ),
             Effect.catchIf((error) => error === "Missing" || error === "Stale", (refusal) => Effect.fail(refused(petId)(refusal)))
           )
-        })
+        }, traced("PetChanges.remove"))
       })
     })
   )

@@ -4,6 +4,7 @@ import { createHash } from "node:crypto"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
 import { Pets, type StoredPet } from "./Pets.ts"
+import { traced } from "../observability/spans.ts"
 
 /** The pet a create answers with; `replayed` when it is the stored answer to an earlier request with the same Idempotency-Key. */
 export interface CreatedPet {
@@ -34,7 +35,7 @@ export class PetCreation extends Context.Service<PetCreation, {
       const idempotencyKeys = yield* IdempotencyKeys
 
       return PetCreation.of({
-        create: Effect.fn("PetCreation.create")(function*(pet, { apiKeyId, idempotencyKey }) {
+        create: Effect.fnUntraced(function*(pet, { apiKeyId, idempotencyKey }) {
           if (idempotencyKey === undefined) return { stored: yield* pets.create(pet), replayed: false }
           const { created, replayed } = yield* idempotencyKeys.once({ apiKeyId, key: idempotencyKey }, {
             requestHash: requestHash(pet),
@@ -43,7 +44,7 @@ export class PetCreation extends Context.Service<PetCreation, {
             replay: pets.get
           })
           return { stored: created, replayed }
-        })
+        }, traced("PetCreation.create"))
       })
     })
   )

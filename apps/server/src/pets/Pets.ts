@@ -4,6 +4,7 @@ import { failAll } from "../db/batch.ts"
 import { Database } from "../db/Database.ts"
 import { DatabaseError, errorCode } from "../db/DatabaseError.ts"
 import { arrayLiteral, sql } from "../db/sql.ts"
+import { traced } from "../observability/spans.ts"
 
 export interface PetPage {
   readonly pets: ReadonlyArray<Pet>
@@ -190,7 +191,7 @@ export class Pets extends Context.Service<Pets, {
           Effect.flatMap((rows) => Effect.fail<PetChangeRefusal>(rows.length === 0 ? "Missing" : "Stale"))
         )
 
-      const update = Effect.fn("Pets.update")(function*(id: number, patch: PetPatch, precondition: PetPrecondition) {
+      const update = Effect.fnUntraced(function*(id: number, patch: PetPatch, precondition: PetPrecondition) {
         const [row] = yield* db.query<VersionedPetRow>(sql`
           UPDATE pets SET
             name = COALESCE(${patch.name ?? null}::text, name),
@@ -202,9 +203,9 @@ export class Pets extends Context.Service<Pets, {
             AND (${anyVersion(precondition)}::boolean OR version = ANY(${arrayLiteral(versionsOf(precondition))}::integer[]))
           RETURNING id, name, category_id, status, version`)
         return row === undefined ? yield* refusalOf(id) : toStoredPet(row)
-      })
+      }, traced("Pets.update"))
 
-      const remove = Effect.fn("Pets.remove")(function*(id: number, precondition: PetPrecondition) {
+      const remove = Effect.fnUntraced(function*(id: number, precondition: PetPrecondition) {
         const rows = yield* db.query(sql`
           DELETE FROM pets
           WHERE id = ${id}::bigint
@@ -217,7 +218,7 @@ export class Pets extends Context.Service<Pets, {
             )
           )
         if (rows.length === 0) return yield* refusalOf(id)
-      })
+      }, traced("Pets.remove"))
 
       return Pets.of({
         list: (query) => Effect.request(ListPets({ query }), list),

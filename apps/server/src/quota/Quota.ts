@@ -4,6 +4,7 @@ import type { ApiKey } from "../auth/ApiKeys.ts"
 import { AppConfig, quotaStoreKind } from "../config.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { recordQuotaStoreDuration } from "../observability/metrics.ts"
+import { traced } from "../observability/spans.ts"
 import { DAY_MILLIS, MINUTE_MILLIS, QuotaStore } from "./QuotaStore.ts"
 
 /** Who spends quota: an API key, or the address of a client that has no valid key. */
@@ -79,7 +80,7 @@ export class Quota extends Context.Service<Quota, {
       })
 
       const decide = (consume: boolean) =>
-        Effect.fn("Quota.decide")(function*(subject: QuotaSubject) {
+        Effect.fnUntraced(function*(subject: QuotaSubject) {
           const now = yield* Clock.currentTimeMillis
           const started = performance.now()
           const admission = yield* store.admit({
@@ -99,7 +100,7 @@ export class Quota extends Context.Service<Quota, {
             day: Option.map(subject.perDay, (perDay) => windowState(perDay, admission.dayCount, admission.dayStart, DAY_MILLIS)),
             bannedUntil: Option.fromNullishOr(admission.bannedUntil)
           } satisfies QuotaDecision
-        })
+        }, traced("Quota.decide"))
 
       return Quota.of({
         keySubject,
