@@ -8,13 +8,8 @@ import { findToolBinaries } from "@petstore/test-support"
 /** Where the k6 scripts are. */
 export const scriptsDir = fileURLToPath(new URL("..", import.meta.url))
 
-/** `../shared/tools/k6-v0.49.0/k6`, `../shared/tools/k6-v2.2.0/k6`, …: one folder per release. */
-export const sharedK6 = (toolsDir: string, entries: ReadonlyArray<string>): ReadonlyArray<string> =>
-  entries.filter((entry) => /^k6-v\d/.test(entry)).sort().map((entry) => join(toolsDir, entry, "k6"))
-
-/** Every real k6 binary: on PATH, in K6_BINS (paths separated by `:`), in ../shared/tools. */
-export const findK6Binaries = (): ReadonlyArray<string> =>
-  findToolBinaries({ command: "k6", envVar: "K6_BINS", shared: sharedK6 })
+/** Every real k6 binary: on PATH, then in K6_BINS (paths separated by `:`). */
+export const findK6Binaries = (): ReadonlyArray<string> => findToolBinaries({ command: "k6", envVar: "K6_BINS" })
 
 /** `v0.49.0`, from `k6 version`. */
 export const k6Version = (binary: string): string => {

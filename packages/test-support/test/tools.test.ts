@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync }
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest"
-import { findToolBinaries, missingTool } from "../src/tools.ts"
+import { findToolBinaries, missingTool, optionalToolMissing } from "../src/tools.ts"
 
 let dir: string
 
@@ -30,14 +30,14 @@ describe("findToolBinaries", () => {
     symlinkSync(listed, join(dir, "sometool-alias"))
     vi.stubEnv("PATH", `${join(dir, "missing")}:${join(dir, "bin")}`)
     vi.stubEnv("SOMETOOL_BINS", `${listed}:${join(dir, "nothing-here")}:${join(dir, "sometool-alias")}:${onPath}`)
-    const found = findToolBinaries({ command: "sometool", envVar: "SOMETOOL_BINS", shared: () => [] })
+    const found = findToolBinaries({ command: "sometool", envVar: "SOMETOOL_BINS" })
     expect(found).toEqual([onPath, listed])
   })
 
   it("finds nothing when the tool is nowhere", () => {
     vi.stubEnv("PATH", dir)
     vi.stubEnv("SOMETOOL_BINS", "")
-    expect(findToolBinaries({ command: "sometool", envVar: "SOMETOOL_BINS", shared: () => [] })).toEqual([])
+    expect(findToolBinaries({ command: "sometool", envVar: "SOMETOOL_BINS" })).toEqual([])
   })
 })
 
@@ -49,8 +49,17 @@ describe("missingTool", () => {
     expect(warn.mock.calls).toEqual([["skipped: sometool is not installed"]])
   })
 
-  it("fails under CI=true, where the tools are always beside the checkout", () => {
+  it("fails under CI=true, where .ci/run installs the tool", () => {
     vi.stubEnv("CI", "true")
     expect(() => missingTool("sometool is not installed")).toThrow("CI=true and sometool is not installed")
+  })
+})
+
+describe("optionalToolMissing", () => {
+  it("skips with one line under CI=true too: no registry CI reaches serves such a tool", () => {
+    vi.stubEnv("CI", "true")
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {})
+    expect(optionalToolMissing("k6 is not installed")).toEqual({ skip: true })
+    expect(warn.mock.calls).toEqual([["skipped: k6 is not installed"]])
   })
 })
