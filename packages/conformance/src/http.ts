@@ -1,6 +1,7 @@
 import { Context, Effect } from "effect"
 import { type ApiKey, CheckFailed } from "./model.ts"
 import { lastFour } from "./secrets.ts"
+import { send as sendOnWire } from "./transport.ts"
 
 /** One request the suite sent and what came back, kept whole so that a failure can show both. */
 export interface Exchange {
@@ -129,9 +130,6 @@ export interface HttpSettings {
   readonly progress: (line: string) => void
 }
 
-/** Thrown when the network gives no HTTP answer at all. */
-export class TransportError extends Error {}
-
 const fetchOnce = async (settings: HttpSettings, options: SendOptions, signal: AbortSignal): Promise<Exchange> => {
   const method = options.method ?? "GET"
   const url = /^https?:\/\//.test(options.path) ? options.path : `${settings.baseUrl}${options.path}`
@@ -144,21 +142,14 @@ const fetchOnce = async (settings: HttpSettings, options: SendOptions, signal: A
     headers["content-type"] ??= "application/json"
   }
   const sentAt = Date.now()
-  let response: Response
-  let text: string
-  try {
-    response = await fetch(url, {
-      method,
-      headers,
-      redirect: "manual",
-      signal: AbortSignal.any([signal, AbortSignal.timeout(settings.requestTimeoutSeconds * 1000)]),
-      ...(body === undefined ? {} : { body })
-    })
-    text = await response.text()
-  } catch (error) {
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause
-    throw new TransportError(cause?.code ?? cause?.message ?? (error as Error).message ?? String(error))
-  }
+  const response = await sendOnWire({
+    method,
+    url,
+    headers,
+    body,
+    signal: AbortSignal.any([signal, AbortSignal.timeout(settings.requestTimeoutSeconds * 1000)])
+  })
+  const text = response.text
   let json: unknown = undefined
   if (text !== "") {
     try {

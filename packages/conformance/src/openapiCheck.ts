@@ -5,6 +5,7 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 import { type Check, skipped } from "./checks.ts"
 import type { Exchange } from "./http.ts"
 import { CheckFailed } from "./model.ts"
+import { send as sendOnWire } from "./transport.ts"
 import { makeDocumentObserver, makeDocumentValidator } from "./openapi.ts"
 
 /** The deployment's document as the run found it: where, and the responses checked against it so far. */
@@ -43,12 +44,15 @@ export const loadDocument = (baseUrl: string, openapi: string | false | undefine
     const fetched = yield* Effect.tryPromise({
       try: async (signal): Promise<{ readonly text: string } | { readonly problem: string }> => {
         if (isFile) return { text: await readFile(fileURLToPath(url), { encoding: "utf8", signal }) }
-        const response = await fetch(url, {
+        const response = await sendOnWire({
+          method: "GET",
+          url,
           headers: { accept: "application/json" },
           signal: AbortSignal.any([signal, AbortSignal.timeout(DOCUMENT_TIMEOUT_MILLIS)])
         })
-        const text = await response.text()
-        return response.ok ? { text } : { problem: `GET ${url} answered ${response.status}` }
+        return response.status >= 200 && response.status < 300
+          ? { text: response.text }
+          : { problem: `GET ${url} answered ${response.status}` }
       },
       catch: (error) =>
         `${isFile ? `cannot read ${url}` : `GET ${url} gave no answer`}: ${error instanceof Error ? error.message : String(error)}`

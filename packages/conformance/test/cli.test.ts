@@ -277,6 +277,6 @@ describe("the command line", () => {
     const port = await freePort()
     const outcome = await conformance(["--base-url", `http://127.0.0.1:${port}/v1`], { CONFORMANCE_KEY_FREE: "fx_free_never_sent_0000" })
     expect(outcome.code).toBe(2)
-    expect(outcome.stderr).toContain(`cannot reach http://127.0.0.1:${port}/v1: ECONNREFUSED`)
+    expect(outcome.stderr).toContain(`cannot reach http://127.0.0.1:${port}/v1: the connection was refused: nothing listens there (ECONNREFUSED)`)
   })
 })

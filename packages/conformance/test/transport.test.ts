@@ -1,0 +1,90 @@
+import { once } from "node:events"
+import { createServer, type Server, type Socket } from "node:net"
+import type { AddressInfo } from "node:net"
+import { afterEach, describe, expect, it } from "vitest"
+import { send, TransportError } from "../src/transport.ts"
+
+/**
+ * A raw TCP server that resets a connection when a second request arrives on it: what a client sees when it
+ * reuses a keep-alive connection the server has just closed, made deterministic. It answers (keeping the
+ * connection alive) the first request of every connection, of the first connection only, or of none.
+ */
+const startServer = async (options: { readonly answers?: "each connection's first" | "the first only" | "none" } = {}) => {
+  const answers = options.answers ?? "each connection's first"
+  const requests: Array<{ readonly connection: number; readonly head: string }> = []
+  let connections = 0
+  const server: Server = createServer((socket: Socket) => {
+    const connection = ++connections
+    let answered = 0
+    socket.on("data", (chunk: Buffer) => {
+      requests.push({ connection, head: chunk.toString("latin1").split("\r\n")[0]! })
+      if (answers === "none" || (answers === "the first only" && connection > 1) || answered > 0) {
+        socket.resetAndDestroy()
+        return
+      }
+      answered++
+      socket.write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nKeep-Alive: timeout=60\r\n\r\n{}")
+    })
+    socket.on("error", () => {})
+  })
+  server.listen(0, "127.0.0.1")
+  await once(server, "listening")
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/pets`
+  return {
+    url,
+    requests,
+    connections: () => connections,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+
+let server: Awaited<ReturnType<typeof startServer>> | undefined
+afterEach(async () => {
+  await server?.close()
+  server = undefined
+})
+
+const request = (method: string, url: string) =>
+  send({ method, url, headers: { "content-type": "application/json" }, ...(method === "POST" ? { body: "{}" } : {}), signal: AbortSignal.timeout(10_000) })
+
+describe("a reset before any answer", () => {
+  it("on a reused keep-alive connection is sent once more, on a new connection, for a safe method", async () => {
+    server = await startServer()
+    expect((await request("GET", server.url)).status).toBe(200)
+    const again = await request("GET", server.url)
+    expect(again.status).toBe(200)
+    expect(again.text).toBe("{}")
+    // The first request, the one the reused connection lost, and its repeat on a second connection.
+    expect(server.requests.map((seen) => seen.connection)).toEqual([1, 1, 2])
+  })
+
+  it("on a reused connection is reported, not repeated, for a method that is not safe", async () => {
+    server = await startServer()
+    await request("GET", server.url)
+    const error = await request("POST", server.url).catch((error: unknown) => error)
+    expect(error).toBeInstanceOf(TransportError)
+    expect((error as Error).message).toBe(
+      "the connection was reset before any answer (ECONNRESET), on a reused keep-alive connection; POST is not safe to repeat, so it was not sent again"
+    )
+    expect(server.requests.filter((seen) => seen.head.startsWith("POST"))).toHaveLength(1)
+  })
+
+  it("on a new connection is reported as it is, and not repeated", async () => {
+    server = await startServer({ answers: "none" })
+    const error = await request("GET", server.url).catch((error: unknown) => error)
+    expect(error).toBeInstanceOf(TransportError)
+    expect((error as Error).message).toBe("the connection was reset before any answer (ECONNRESET)")
+    expect(server.connections()).toBe(1)
+  })
+
+  it("on the repeat too is reported, naming both tries", async () => {
+    server = await startServer({ answers: "the first only" })
+    await request("GET", server.url)
+    const error = await request("GET", server.url).catch((error: unknown) => error)
+    expect(error).toBeInstanceOf(TransportError)
+    expect((error as Error).message).toBe(
+      "the connection was reset before any answer (ECONNRESET), on a new connection too (the first try was on a reused keep-alive connection)"
+    )
+    expect(server.requests.map((seen) => seen.connection)).toEqual([1, 1, 2])
+  })
+})
