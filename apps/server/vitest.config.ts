@@ -3,8 +3,9 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    // Each suite starts real listeners and a database; PGlite alone takes seconds to open.
-    testTimeout: 30_000,
+    // Each suite starts real listeners and a database; PGlite alone takes seconds to open. The timeout is there
+    // to catch a hang, not to judge the machine, which may be busy with other suites.
+    testTimeout: 120_000,
     hookTimeout: 150_000,
     // Suites share the machine's two cores with PostgreSQL; one file at a time keeps timings honest.
     fileParallelism: false,
