@@ -14,6 +14,10 @@ const start = async (options: Parameters<typeof startFixture>[0] = {}) => {
 
 const DAILY_CHECKS = ["free", "pro", "business", "enterprise"].flatMap((plan) => [`${plan}.daily`, `${plan}.daily-details`])
 
+/** A limited-status check set aside because the window it was to look at had already reopened. */
+const isWindowRace = (check: { readonly id: string; readonly reason?: string | undefined }) =>
+  check.id.endsWith(".limited-status") && (check.reason ?? "").startsWith("the minute window reset between the 429 and this call")
+
 describe("the suite against the fault-free fixture", () => {
   it("passes every check with keys of every plan and a staff key, and never sends with a key before its Retry-After has passed", async () => {
     const fixture = await start()
@@ -23,8 +27,11 @@ describe("the suite against the fault-free fixture", () => {
       staffKey: fixture.staffKeys[0]
     })
     expect(failures(result)).toEqual([])
-    // Only the daily checks wait for --daily.
-    expect(idsWith(result, "skip").sort()).toEqual([...DAILY_CHECKS].sort())
+    // Only the daily checks wait for --daily. A limited-status check may also be set aside when the fixture's
+    // one-second window reopened before it asked (a busy machine): the suite says so, and judges nothing.
+    const skips = result.results.filter((check) => check.status === "skip")
+    expect(skips.filter((check) => !DAILY_CHECKS.includes(check.id) && !isWindowRace(check)).map((check) => check.id)).toEqual([])
+    expect(skips.filter((check) => DAILY_CHECKS.includes(check.id)).map((check) => check.id).sort()).toEqual([...DAILY_CHECKS].sort())
     expect(result.summary.passed).toBeGreaterThan(80)
     expect(fixture.earlyRetries()).toBe(0)
     for (const plan of ["free", "pro", "business", "enterprise"]) {
