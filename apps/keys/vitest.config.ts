@@ -4,9 +4,9 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     // Each command is a process of its own, against a real server process on PGlite, which takes seconds to open.
-    // The timeout is there to catch a hang, not to judge the machine: a CI run with three suites beside it on two
-    // busy cores saw a test's three commands take over 30 s.
-    testTimeout: 120_000,
+    // The timeout is there to catch a hang, not to judge the machine: on two cores at load 20, one command took
+    // 10–40 s, and a test runs up to five.
+    testTimeout: 300_000,
     hookTimeout: 150_000
   }
 })
