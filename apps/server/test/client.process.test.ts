@@ -35,7 +35,7 @@ describe.each(backends)("the typed client against a server process on $name", ({
     started = await startServerProcess(database === undefined ? { DATA_DIR: ":memory:" } : { DATABASE_URL: database.url })
     // Enough quota for every test here; the quotas themselves are tested elsewhere.
     apiKey = await started.createKey("enterprise", { perMinute: 10_000, perDay: 100_000 })
-  }, 60_000)
+  })
   afterAll(async () => {
     await started?.server.stop()
     await database?.drop()

@@ -60,7 +60,7 @@ describe.skipIf(!chromiumAvailable)("the API reference page at /docs, in Chromiu
     expect(answer.status()).toBe(200)
     await page.getByRole("dialog").getByText("200 OK").waitFor()
     await context.close()
-  }, 90_000)
+  })
 
   it("sends createPet's example as it stands and gets 201: the example body and headers are a request the server accepts", async () => {
     const { context, page } = await docsWithNewKey()
@@ -87,5 +87,5 @@ describe.skipIf(!chromiumAvailable)("the API reference page at /docs, in Chromiu
     expect(await answer.json()).toMatchObject({ id: expect.any(Number), name: "Rex", categoryId: 1, status: "available" })
     await page.getByRole("dialog").getByText("201 Created").waitFor()
     await context.close()
-  }, 90_000)
+  })
 })

@@ -64,7 +64,7 @@ const createUntilKilled = async (started: StartedProcess, key: string, options: 
           method: "POST",
           headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
           body: JSON.stringify(body),
-          signal: AbortSignal.timeout(10_000)
+          signal: AbortSignal.timeout(60_000)
         })
         const text = await response.text()
         if (response.status === 201) {
@@ -102,7 +102,7 @@ const allPets = async (origin: string, key: string) => {
   let next: string | undefined = `${origin}/v1/pets?limit=100`
   for (let page = 0; next !== undefined; page++) {
     expect(page, "more pages than pets could fill").toBeLessThan(1_000)
-    const response: Response = await fetch(next, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(10_000) })
+    const response: Response = await fetch(next, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(60_000) })
     expect(response.status, await response.clone().text()).toBe(200)
     pets.push(...((await response.json()) as Array<Pet>))
     next = /<([^>]+)>;\s*rel="next"/.exec(response.headers.get("link") ?? "")?.[1]
@@ -158,7 +158,7 @@ describe("durability after SIGKILL on PostgreSQL", needsPostgres, () => {
     const run = await createUntilKilled(first, key, { concurrency: 8, killAfter: 150 })
     const restarted = await start({ DATABASE_URL: database.url })
     await expectEveryAcknowledgedPet(restarted, key, run)
-  }, 60_000)
+  })
 })
 
 describe("durability after SIGKILL on the embedded PGlite (DATA_DIR)", () => {
@@ -170,5 +170,5 @@ describe("durability after SIGKILL on the embedded PGlite (DATA_DIR)", () => {
     const run = await createUntilKilled(first, key, { concurrency: 8, killAfter: 150 })
     const restarted = await start({ DATA_DIR: dataDir })
     await expectEveryAcknowledgedPet(restarted, key, run)
-  }, 90_000)
+  })
 })

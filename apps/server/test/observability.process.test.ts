@@ -9,7 +9,7 @@ let admin: string
 
 beforeAll(async () => {
   ;({ server, origin, admin } = await startServerProcess({ DATA_DIR: ":memory:", LOG_LEVEL: "Info" }))
-}, 30_000)
+})
 afterAll(() => server?.stop())
 
 const logLines = () =>

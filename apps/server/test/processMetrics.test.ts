@@ -38,20 +38,21 @@ describe("process metrics", () => {
 
   it("reports how long the event loop was held since the previous scrape", async () => {
     await scrape()
-    block(300)
+    block(1_000)
     // Let the delay monitor's timer tick once after the block, as it would between two scrapes.
     await new Promise((resolve) => setTimeout(resolve, 30))
     const held = await scrape()
-    // However slow the machine, a loop held for 300 ms ran its 10 ms timer at least 290 ms late.
-    expect(gauge(held, "nodejs_eventloop_lag_max_seconds")).toBeGreaterThanOrEqual(0.29)
+    // However slow the machine, a loop held for 1 s ran its 10 ms timer at least 990 ms late.
+    expect(gauge(held, "nodejs_eventloop_lag_max_seconds")).toBeGreaterThanOrEqual(0.99)
     const p99 = gauge(held, "nodejs_eventloop_lag_p99_seconds")
     const mean = gauge(held, "nodejs_eventloop_lag_mean_seconds")
     expect(mean).toBeGreaterThan(0)
     expect(mean).toBeLessThanOrEqual(p99)
     expect(p99).toBeLessThanOrEqual(gauge(held, "nodejs_eventloop_lag_max_seconds"))
 
-    // The next scrape covers only the 50 ms since: the block is no longer in it.
+    // The next scrape covers only the 50 ms since: the block is no longer in it (a busy machine may still
+    // delay a timer by a few hundred ms, never by the whole second).
     await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(gauge(await scrape(), "nodejs_eventloop_lag_max_seconds")).toBeLessThan(0.29)
+    expect(gauge(await scrape(), "nodejs_eventloop_lag_max_seconds")).toBeLessThan(0.99)
   })
 })

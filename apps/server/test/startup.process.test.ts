@@ -17,24 +17,29 @@ describe("start-up", () => {
     const port = await freePort()
     server = spawnServer({ PORT: String(port), DATA_DIR: dataDir })
     const origin = `http://127.0.0.1:${port}`
-    const deadline = Date.now() + 45_000
+    // Hang guards, not judgements of speed: a start-up on a busy machine may take a minute, and an accepted
+    // connection may wait seconds for a loaded event loop; the defect this holds (early connections never
+    // answered) left them hanging for good.
+    const deadline = Date.now() + 120_000
     let refused = 0
     let answered = false
     while (!answered && Date.now() < deadline) {
       try {
         // A connection that is accepted but not answered would hang here until the timeout and fail the test.
-        const response = await fetch(`${origin}/healthz`, { signal: AbortSignal.timeout(5_000) })
+        const response = await fetch(`${origin}/healthz`, { signal: AbortSignal.timeout(60_000) })
         answered = response.status === 200
       } catch (error) {
-        const code = (error as { cause?: { code?: string } }).cause?.code
-        if (code !== "ECONNREFUSED") throw new Error(`a connection was accepted and not answered: ${String(error)}`)
+        const cause = (error as { cause?: { code?: string } }).cause
+        if (cause?.code !== "ECONNREFUSED") {
+          throw new Error(`a connection was accepted and not answered: ${String(error)} (${String(cause)})\n${server.output()}`)
+        }
         refused++
         await new Promise((resolve) => setTimeout(resolve, 10))
       }
     }
     expect(answered, server.output()).toBe(true)
     expect(refused).toBeGreaterThan(0)
-    const firstRequest = await fetch(`${origin}/v1/pets`, { signal: AbortSignal.timeout(5_000) })
+    const firstRequest = await fetch(`${origin}/v1/pets`, { signal: AbortSignal.timeout(60_000) })
     expect(firstRequest.status).toBe(401)
-  }, 60_000)
+  }, 300_000)
 })
