@@ -1,7 +1,7 @@
-import { Context, Effect, Exit, Layer, Request, RequestResolver } from "effect"
-import { failAll } from "../db/batch.ts"
+import { Context, Effect, Exit, Layer, Option, Request, RequestResolver } from "effect"
+import { answerTogetherOrEach } from "../db/batch.ts"
 import { Database } from "../db/Database.ts"
-import type { DatabaseError } from "../db/DatabaseError.ts"
+import { DatabaseError } from "../db/DatabaseError.ts"
 import { arrayLiteral, sql } from "../db/sql.ts"
 
 /** One admission, or a look that spends nothing (`consume: false`). Times are Unix milliseconds. */
@@ -23,6 +23,27 @@ export interface Admission {
   readonly dayStart: number
   readonly dayCount: number
   readonly bannedUntil: number | null
+}
+
+/**
+ * Subjects are `key:<id>` or `address:<address or /64>`: far shorter. A
+ * longer one is a bug upstream; it is refused before it joins a batch, where
+ * it could break an index's row size limit for every request beside it.
+ */
+export const MAX_SUBJECT_LENGTH = 200
+const INTEGER_MAX = 2_147_483_647
+
+/** Why a request cannot be stored, if it cannot: checked before it is batched with others. */
+export const admissionProblem = (request: AdmitRequest): Option.Option<string> => {
+  if (request.subject.length === 0 || request.subject.length > MAX_SUBJECT_LENGTH || request.subject.includes("\0")) {
+    return Option.some(`A quota subject is 1 to ${MAX_SUBJECT_LENGTH} characters without NUL`)
+  }
+  const integers = [request.perMinute, request.perDay, request.banThreshold]
+  if (!integers.every((value) => Number.isInteger(value) && value >= 0 && value <= INTEGER_MAX)) {
+    return Option.some("Quota limits are integers from 0 to 2147483647")
+  }
+  if (![request.now, request.banMillis].every(Number.isSafeInteger)) return Option.some("Quota times are whole milliseconds")
+  return Option.none()
 }
 
 export const MINUTE_MILLIS = 60_000
@@ -125,18 +146,17 @@ export class QuotaStore extends Context.Service<QuotaStore, {
       }
       const Admit = Request.of<Admit>()
 
-      const admitTogether = RequestResolver.make<Admit>((entries) => {
-        const requests = entries.map((entry) => entry.request.request)
-        // Every admission of a batch shares the ban length: it is the server's setting.
-        const column = (pick: (request: AdmitRequest) => string | number | boolean) => arrayLiteral(requests.map(pick))
-        return db.query<Row>(sql`SELECT * FROM quota_admit_many(
-            ${column((r) => r.subject)}::text[], ${column((r) => r.now)}::bigint[],
-            ${column((r) => r.perMinute)}::integer[], ${column((r) => r.perDay)}::integer[],
-            ${column((r) => r.banThreshold)}::integer[], ${requests[0]!.banMillis}::bigint,
-            ${column((r) => r.consume)}::boolean[])`).pipe(
-          Effect.match({
-            onFailure: failAll(entries),
-            onSuccess: (rows) => {
+      const admitTogether = RequestResolver.make<Admit>((entries) =>
+        answerTogetherOrEach(entries, (entries) => {
+          const requests = entries.map((entry) => entry.request.request)
+          // Every admission of a batch shares the ban length: it is the server's setting.
+          const column = (pick: (request: AdmitRequest) => string | number | boolean) => arrayLiteral(requests.map(pick))
+          return db.query<Row>(sql`SELECT * FROM quota_admit_many(
+              ${column((r) => r.subject)}::text[], ${column((r) => r.now)}::bigint[],
+              ${column((r) => r.perMinute)}::integer[], ${column((r) => r.perDay)}::integer[],
+              ${column((r) => r.banThreshold)}::integer[], ${requests[0]!.banMillis}::bigint,
+              ${column((r) => r.consume)}::boolean[])`).pipe(
+            Effect.map((rows) => {
               for (const row of rows) {
                 entries[row.ordinal - 1]!.completeUnsafe(Exit.succeed({
                   admitted: row.admitted,
@@ -147,14 +167,18 @@ export class QuotaStore extends Context.Service<QuotaStore, {
                   bannedUntil: row.banned_until
                 }))
               }
-            }
-          })
-        )
-      }).pipe(RequestResolver.batchN(500))
+            })
+          )
+        })
+      ).pipe(RequestResolver.batchN(500))
 
       return QuotaStore.of({
         kind: "postgres",
-        admit: (request) => Effect.request(Admit({ request }), admitTogether),
+        admit: (request) =>
+          Option.match(admissionProblem(request), {
+            onNone: () => Effect.request(Admit({ request }), admitTogether),
+            onSome: (problem) => Effect.fail(new DatabaseError({ cause: new RangeError(problem) }))
+          }),
         unban: (subject) =>
           Effect.asVoid(
             db.query(sql`UPDATE quota_usage SET banned_until = NULL, minute_refused = 0 WHERE subject = ${subject}`)
