@@ -405,5 +405,8 @@ const report = (input: {
   return lines.join("\n") + "\n"
 }
 
-if (process.argv.includes("--growth")) await import("./growth.ts")
+if (process.argv.includes("--growth")) {
+  await import("./growth.ts")
+  await import("./quotaGrowth.ts")
+}
 else await main()

@@ -227,7 +227,7 @@ export const startFleet = async (options: FleetOptions = {}): Promise<Fleet> => 
         ADMIN_PORT: String(ADMIN_PORT),
         ADMIN_TOKEN,
         DATABASE_URL: cluster.url(DATABASE),
-        TRUST_PROXY: "true",
+        TRUST_PROXY: "1",
         LOG_LEVEL: "Warn",
         SHUTDOWN_DRAIN_SECONDS: String(options.drainSeconds ?? 3),
         ...options.hostEnv,

@@ -1,4 +1,5 @@
-import { Config, Context, Data, Effect, Layer, Option, Redacted, Schema, SchemaIssue } from "effect"
+import { Config, Context, Data, Effect, Layer, Option, Redacted, Result, Schema, SchemaIssue } from "effect"
+import { parseProxyTrust } from "./net/proxyTrust.ts"
 
 const Host = Config.String
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
@@ -38,7 +39,11 @@ const EnvironmentShape = Config.all({
   anonymousPerMinute: Config.schema(PositiveInt, "ANONYMOUS_RATE_LIMIT").pipe(Config.withDefault(60)),
   banThreshold: Config.option(Config.schema(PositiveInt, "BAN_THRESHOLD")),
   banSeconds: Config.schema(PositiveInt, "BAN_SECONDS").pipe(Config.withDefault(900)),
-  trustProxy: Config.Boolean("TRUST_PROXY").pipe(Config.withDefault(false)),
+  /** Read by `net/proxyTrust.ts`: `false`, a number of proxy hops, or proxy addresses/CIDR networks. */
+  trustProxy: Config.schema(
+    Schema.String.check(Schema.makeFilter((value) => Result.match(parseProxyTrust(value), { onFailure: (why) => why, onSuccess: () => true }))),
+    "TRUST_PROXY"
+  ).pipe(Config.withDefault("false")),
   metricsPublic: Config.Boolean("METRICS_PUBLIC").pipe(Config.withDefault(false)),
   otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
   workers: Config.schema(PositiveInt, "WORKERS").pipe(Config.withDefault(1)),

@@ -1,5 +1,5 @@
 import { assert, layer } from "@effect/vitest"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Deferred, Effect, Fiber, Layer, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 import { ApiKeys, KEY_CACHE_TTL_MILLIS } from "../src/auth/ApiKeys.ts"
 import { Database } from "../src/db/Database.ts"
@@ -85,6 +85,39 @@ describeOnEachBackend("ApiKeys", ({ name }) => {
         )
         assert.strictEqual(Option.getOrThrow(seen).plan, "business")
         assert.deepStrictEqual(Option.getOrThrow(seen).limits, { perMinute: 1_000, perDay: 100_000 })
+      }))
+
+    it.effect("a lookup in flight while its key is revoked does not put the key back in the cache", () =>
+      Effect.gen(function*() {
+        const database = yield* Database
+        const looked = yield* Deferred.make<void>()
+        const gate = yield* Deferred.make<void>()
+        let holdLookups = false
+        // The lookup reads the key while it is live, then waits until the revocation is done before it answers.
+        const holding: Database["Service"] = {
+          ...database,
+          query: (statement) =>
+            holdLookups && statement.text.includes("WHERE secret_hash")
+              ? database.query(statement).pipe(
+                Effect.tap(() => Deferred.succeed(looked, undefined)),
+                Effect.tap(() => Deferred.await(gate))
+              )
+              : database.query(statement)
+        } as Database["Service"]
+        const keys = yield* Layer.build(ApiKeys.layer.pipe(Layer.provide(Layer.succeed(Database, holding)), Layer.fresh)).pipe(
+          Effect.map((context) => context.mapUnsafe.get(ApiKeys.key) as ApiKeys["Service"])
+        )
+        const { key, secret } = yield* keys.create({ plan: "pro" })
+
+        holdLookups = true
+        const inFlight = yield* Effect.forkChild(keys.authenticate(Redacted.make(secret)))
+        yield* Deferred.await(looked)
+        holdLookups = false
+        assert.isTrue(yield* keys.revoke(key.id))
+        yield* Deferred.succeed(gate, undefined)
+        // The request in flight began before the revocation and may go on; the next one may not.
+        assert.isTrue(Option.isSome(yield* Fiber.join(inFlight)))
+        assert.isTrue(Option.isNone(yield* keys.authenticate(Redacted.make(secret))), "revoked key served from the cache")
       }))
 
     it.effect("refuses secrets that are not keys without asking the database", () =>

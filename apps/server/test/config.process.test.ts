@@ -21,7 +21,10 @@ describe("bad configuration stops the server at start-up", () => {
     ["ADMIN_TOKEN", "short"],
     ["DATABASE_URL", "mysql://localhost/db"],
     ["PUBLIC_BASE_URL", "not a url"],
-    ["LOG_LEVEL", "loud"]
+    ["LOG_LEVEL", "loud"],
+    ["TRUST_PROXY", "yes"],
+    ["TRUST_PROXY", "10.0.0.0/33"],
+    ["TRUST_PROXY", "proxy.example"]
   ])("%s=%s: exits 2 with one line naming the variable", (name, value) => {
     const result = start({ [name]: value })
     expect(result.status).toBe(2)

@@ -98,7 +98,11 @@ const rateLimits: ReadonlyArray<ResponseHeaderName> = [
 /**
  * The edge's headers on an answer of an operation (`operation` as the
  * document has it: a beta one's answers carry `Stability`). A 503 may come from the
- * quota store itself, so its rate-limit headers are not promised.
+ * quota store itself, so its rate-limit headers are not promised: the spec's
+ * "on every response" has this one exception, recorded among the README's
+ * decisions. Without the database the server knows neither the caller's
+ * remaining quota nor, for sure, its key; it sends `Retry-After` instead of
+ * headers it would have to guess.
  */
 export const headersOf = (
   operationId: string,

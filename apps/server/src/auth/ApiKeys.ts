@@ -101,7 +101,17 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     Effect.gen(function*() {
       const db = yield* Database
       const cache = new Map<string, { readonly key: ApiKey; readonly expiresAt: number }>()
-      yield* db.listen(KEYS_CHANGED_CHANNEL, () => cache.clear())
+      /**
+       * Counts the cache's clearings. A lookup caches its answer only if none
+       * happened while it read: a key revoked (or changed) while its lookup was
+       * in flight is never put back as it was before.
+       */
+      let generation = 0
+      const forgetAll = () => {
+        generation++
+        cache.clear()
+      }
+      yield* db.listen(KEYS_CHANGED_CHANNEL, forgetAll)
       const announceChange = (id: ApiKeyId) => db.query(sql`SELECT pg_notify(${KEYS_CHANGED_CHANNEL}, ${id})`)
 
       const find = (id: ApiKeyId) =>
@@ -116,11 +126,12 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         const now = yield* Clock.currentTimeMillis
         const cached = cache.get(hash)
         if (cached !== undefined && cached.expiresAt > now) return Option.some(cached.key)
+        const readFrom = generation
         const rows = yield* db.query<ApiKeyRow>(
           sql`SELECT id, name, plan, per_minute, per_day, role, created_at FROM api_keys WHERE secret_hash = ${hash} AND revoked_at IS NULL`
         )
         const key = Option.map(Option.fromUndefinedOr(rows[0]), toApiKey)
-        if (Option.isSome(key)) {
+        if (Option.isSome(key) && readFrom === generation) {
           if (cache.size >= KEY_CACHE_MAX_ENTRIES) cache.clear()
           cache.set(hash, { key: key.value, expiresAt: now + KEY_CACHE_TTL_MILLIS })
         } else {
@@ -153,7 +164,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             role = ${request.role ?? existing.value.role}
           WHERE id = ${id} AND revoked_at IS NULL
           RETURNING id, name, plan, per_minute, per_day, role, created_at`)
-        cache.clear()
+        forgetAll()
         yield* announceChange(id)
         return Option.map(Option.fromUndefinedOr(rows[0]), toApiKey)
       }, traced("ApiKeys.update"))
@@ -162,7 +173,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         const rows = yield* db.query(
           sql`UPDATE api_keys SET revoked_at = now() WHERE id = ${id} AND revoked_at IS NULL RETURNING id`
         )
-        cache.clear()
+        forgetAll()
         yield* announceChange(id)
         return rows.length > 0
       }, traced("ApiKeys.revoke"))

@@ -1,9 +1,11 @@
 import { API_BASE_PATH, PetstoreApi, RateLimited } from "@petstore/contract"
-import { Context, Effect, Option } from "effect"
+import { Context, Effect, Option, Result } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
 import { AppConfig } from "../config.ts"
+import { anonymousQuotaSubject } from "../net/ipAddress.ts"
+import { clientAddress, parseProxyTrust, type ProxyTrust } from "../net/proxyTrust.ts"
 import { recordQuotaRefusal } from "../observability/metrics.ts"
 import { traced } from "../observability/spans.ts"
 import { Quota, type QuotaDecision } from "../quota/Quota.ts"
@@ -12,11 +14,15 @@ import { rateLimitHeaders } from "./rateLimitHeaders.ts"
 import { CurrentRequestFacts } from "./requestLog.ts"
 import { type Operation, routeTable } from "./routeTable.ts"
 
-/** `X-Forwarded-For` names the client only behind a proxy the operator trusts (`TRUST_PROXY`). */
-const clientAddress = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean) => {
-  const forwarded = trustProxy ? request.headers["x-forwarded-for"]?.split(",")[0]?.trim() : undefined
-  return forwarded || Option.getOrElse(request.remoteAddress, () => "unknown")
-}
+/**
+ * Whom a request without a key is counted against: its client's address as
+ * the proxy trust model (`TRUST_PROXY`) finds it, an IPv6 client by its /64.
+ */
+const anonymousSubjectOf = (request: HttpServerRequest.HttpServerRequest, trust: ProxyTrust) =>
+  Option.match(clientAddress(trust, request.headers["x-forwarded-for"], request.remoteAddress), {
+    onNone: () => "unknown",
+    onSome: anonymousQuotaSubject
+  })
 
 /** Why a request over its quota is refused: a ban, or a spent window. */
 const rateLimited = (decision: QuotaDecision) =>
@@ -68,7 +74,7 @@ export const currentAdmission = Effect.serviceOption(CurrentAdmission).pipe(
 export const quotaAdmission = Effect.gen(function*() {
   const apiKeys = yield* ApiKeys
   const quota = yield* Quota
-  const { trustProxy } = yield* AppConfig
+  const trust = Result.getOrThrow(parseProxyTrust((yield* AppConfig).trustProxy))
   const table = yield* routeTable(PetstoreApi)
   const bearerCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
 
@@ -81,7 +87,7 @@ export const quotaAdmission = Effect.gen(function*() {
     if (Option.isSome(key)) Object.assign(facts, { keyId: key.value.id, plan: key.value.plan })
     const subject = Option.match(key, {
       onSome: quota.keySubject,
-      onNone: () => quota.addressSubject(clientAddress(request, trustProxy))
+      onNone: () => quota.addressSubject(anonymousSubjectOf(request, trust))
     })
     const costsNothing = Option.isSome(key) && Option.exists(operation, ({ costsNoQuota }) => costsNoQuota)
     const decision = yield* (costsNothing ? quota.peek(subject) : quota.admit(subject))

@@ -1,6 +1,6 @@
 import type { NewPet, Pet, PetPatch, PetStatus } from "@petstore/contract"
 import { Context, Effect, Exit, Layer, Option, Request, RequestResolver } from "effect"
-import { failAll } from "../db/batch.ts"
+import { answerTogetherOrEach } from "../db/batch.ts"
 import { Database } from "../db/Database.ts"
 import { DatabaseError, errorCode } from "../db/DatabaseError.ts"
 import { arrayLiteral, sql } from "../db/sql.ts"
@@ -105,7 +105,7 @@ export class Pets extends Context.Service<Pets, {
       // by its condition). It is written as a row comparison and a bound, `status = q.status AND id > q.after`
       // in effect, because with an equality the planner takes the status as a constant, finds the primary
       // key ordered too, and walks it, throwing away every row of another status (bench --growth).
-      const listTogether = RequestResolver.make<ListPets>((entries) => {
+      const listTogether = RequestResolver.make<ListPets>((entries) => answerTogetherOrEach(entries, (entries) => {
         const keyOf = (q: PageQuery) => `${q.limit} ${q.status ?? ""} ${q.after}`
         const distinct = new Map<string, PageQuery>()
         for (const entry of entries) distinct.set(keyOf(entry.request.query), entry.request.query)
@@ -125,27 +125,24 @@ export class Pets extends Context.Service<Pets, {
              ORDER BY pets.status, pets.id LIMIT q.take)
           ) AS p
           ORDER BY q.ordinal, p.id`).pipe(
-          Effect.match({
-            onFailure: failAll(entries),
-            onSuccess: (rows) => {
-              const rowsOf = queries.map(() => [] as Array<PetRow>)
-              for (const row of rows) rowsOf[row.ordinal - 1]!.push(row)
-              const pages = new Map(queries.map((query, index) => {
-                const shown = rowsOf[index]!.slice(0, query.limit)
-                const page: PetPage = {
-                  pets: shown.map(toPet),
-                  nextAfter: rowsOf[index]!.length > query.limit ? Option.some(shown.at(-1)!.id) : Option.none()
-                }
-                return [keyOf(query), page] as const
-              }))
-              for (const entry of entries) entry.completeUnsafe(Exit.succeed(pages.get(keyOf(entry.request.query))!))
-            }
+          Effect.map((rows) => {
+            const rowsOf = queries.map(() => [] as Array<PetRow>)
+            for (const row of rows) rowsOf[row.ordinal - 1]!.push(row)
+            const pages = new Map(queries.map((query, index) => {
+              const shown = rowsOf[index]!.slice(0, query.limit)
+              const page: PetPage = {
+                pets: shown.map(toPet),
+                nextAfter: rowsOf[index]!.length > query.limit ? Option.some(shown.at(-1)!.id) : Option.none()
+              }
+              return [keyOf(query), page] as const
+            }))
+            for (const entry of entries) entry.completeUnsafe(Exit.succeed(pages.get(keyOf(entry.request.query))!))
           })
         )
-      })
+      }))
 
       // Identities are drawn in the order the rows are inserted, so the new ids, sorted, follow the batch's order.
-      const createTogether = RequestResolver.make<CreatePet>((entries) => {
+      const createTogether = RequestResolver.make<CreatePet>((entries) => answerTogetherOrEach(entries, (entries) => {
         const pets = entries.map((entry) => entry.request.pet)
         return db.query<VersionedPetRow>(sql`
           INSERT INTO pets (name, category_id, status)
@@ -156,31 +153,25 @@ export class Pets extends Context.Service<Pets, {
             WITH ORDINALITY AS input(name, category_id, status, ordinal)
           ORDER BY ordinal
           RETURNING id, name, category_id, status, version`).pipe(
-          Effect.match({
-            onFailure: failAll(entries),
-            onSuccess: (rows) => {
-              const inOrder = [...rows].sort((a, b) => a.id - b.id)
-              entries.forEach((entry, index) => entry.completeUnsafe(Exit.succeed(toStoredPet(inOrder[index]!))))
-            }
+          Effect.map((rows) => {
+            const inOrder = [...rows].sort((a, b) => a.id - b.id)
+            entries.forEach((entry, index) => entry.completeUnsafe(Exit.succeed(toStoredPet(inOrder[index]!))))
           })
         )
-      })
+      }))
 
-      const getTogether = RequestResolver.make<GetPet>((entries) =>
+      const getTogether = RequestResolver.make<GetPet>((entries) => answerTogetherOrEach(entries, (entries) =>
         db.query<VersionedPetRow>(sql`
           SELECT id, name, category_id, status, version FROM pets
           WHERE id = ANY(${arrayLiteral(entries.map((entry) => entry.request.id))}::bigint[])`).pipe(
-          Effect.match({
-            onFailure: failAll(entries),
-            onSuccess: (rows) => {
-              const byId = new Map(rows.map((row) => [row.id, row]))
-              for (const entry of entries) {
-                entry.completeUnsafe(Exit.succeed(Option.map(Option.fromUndefinedOr(byId.get(entry.request.id)), toStoredPet)))
-              }
+          Effect.map((rows) => {
+            const byId = new Map(rows.map((row) => [row.id, row]))
+            for (const entry of entries) {
+              entry.completeUnsafe(Exit.succeed(Option.map(Option.fromUndefinedOr(byId.get(entry.request.id)), toStoredPet)))
             }
           })
         )
-      )
+      ))
 
       const batchSize = RequestResolver.batchN(200)
       const [list, create, get] = [batchSize(listTogether), batchSize(createTogether), batchSize(getTogether)]

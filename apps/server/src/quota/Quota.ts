@@ -5,7 +5,7 @@ import { AppConfig, quotaStoreKind } from "../config.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { recordQuotaStoreDuration } from "../observability/metrics.ts"
 import { traced } from "../observability/spans.ts"
-import { DAY_MILLIS, MINUTE_MILLIS, QuotaStore } from "./QuotaStore.ts"
+import { ADDRESS_SUBJECT_PREFIX, DAY_MILLIS, MINUTE_MILLIS, QuotaStore } from "./QuotaStore.ts"
 
 /** Who spends quota: an API key, or the address of a client that has no valid key. */
 export interface QuotaSubject {
@@ -73,7 +73,7 @@ export class Quota extends Context.Service<Quota, {
         bannable: true
       })
       const addressSubject = (address: string): QuotaSubject => ({
-        id: `address:${address}`,
+        id: `${ADDRESS_SUBJECT_PREFIX}${address}`,
         perMinute: config.anonymousPerMinute,
         perDay: Option.none(),
         bannable: false
