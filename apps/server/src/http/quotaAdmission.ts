@@ -13,7 +13,7 @@ import { CurrentRequestFacts } from "./requestLog.ts"
 import { type Operation, routeTable } from "./routeTable.ts"
 
 /** `X-Forwarded-For` names the client only behind a proxy the operator trusts (`TRUST_PROXY`). */
-const clientAddress = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean) => {
+export const clientAddress = (request: HttpServerRequest.HttpServerRequest, trustProxy: boolean) => {
   const forwarded = trustProxy ? request.headers["x-forwarded-for"]?.split(",")[0]?.trim() : undefined
   return forwarded || Option.getOrElse(request.remoteAddress, () => "unknown")
 }
