@@ -85,6 +85,12 @@ describeOnEachBackend("edge input", ({ name }) => {
       expect((await sendRaw(origin(), { method: "GET", path: `http://example.com/healthz` })).status).toBe(200)
     })
 
+    it("a HEAD that Node's parser refuses is answered 400 without a body, so the client can read it (found by the edge fuzzer)", async () => {
+      const answer = await sendRaw(origin(), { method: "HEAD", path: "/v1/pets/\u00d1" })
+      expect(answer.status).toBe(400)
+      expect(answer.text).toBe("")
+    })
+
     it("a path such as //a:99999/x is an unknown path, not a 500", async () => {
       expectError(await sendRaw(origin(), { method: "GET", path: "//a:99999/x" }), 404, "not_found")
     })
