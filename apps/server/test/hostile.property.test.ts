@@ -182,11 +182,17 @@ const expectedPet = (parsed: unknown): { name: string; categoryId: number; statu
   if (Object.keys(record).some((k) => !["name", "categoryId", "status"].includes(k))) return undefined
   const { name, categoryId, status } = record
   if (typeof name !== "string") return undefined
+  // README "What a name may hold": trimmed, then NFC; 1–100 UTF-16 code units (and, as the wire pattern counts, at most
+  // 100 code points as sent); no control, format or surrogate character, no line or paragraph separator; something visible.
   const trimmed = name.trim()
-  if (trimmed.length < 1 || trimmed.length > 100) return undefined
+  const stored = trimmed.normalize("NFC")
+  if (stored.length < 1 || stored.length > 100 || [...trimmed].length > 100) return undefined
+  if (/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u.test(stored) || /^[\p{White_Space}\p{Default_Ignorable_Code_Point}\u2800]*$/u.test(stored)) {
+    return undefined
+  }
   if (typeof categoryId !== "number" || !Number.isSafeInteger(categoryId) || categoryId < 1) return undefined
   if (status !== undefined && !(STATUSES as ReadonlyArray<unknown>).includes(status)) return undefined
-  return { name: asStored(trimmed), categoryId, status: (status as string | undefined) ?? "available" }
+  return { name: stored, categoryId, status: (status as string | undefined) ?? "available" }
 }
 
 const expectCreated = (
@@ -354,7 +360,7 @@ describe("hostile input against the real server", () => {
         const answer = expectServiceAnswer(request, await send(request))
         if (where === "name" && answer.status === 201) {
           // Stored as sent or not at all: PostgreSQL text cannot hold NUL, so a name with one cannot be kept silently altered.
-          expect(answer.body.name, context(request, answer)).toBe(`Rex${value}`.slice(0, 100).trim())
+          expect(answer.body.name, context(request, answer)).toBe(`Rex${value}`.slice(0, 100).trim().normalize("NFC"))
         } else {
           expect(answer.status, context(request, answer)).toBe(400)
         }

@@ -32,18 +32,17 @@ describeOnEachBackend("pets API", ({ name }) => {
       expect(created.body).toMatchObject({ name: "Tom", status: "available" })
     })
 
-    it("stores a name with a lone surrogate as UTF-8 holds it, with U+FFFD in its place", async () => {
+    it("refuses a name with a lone surrogate (README \"What a name may hold\"), on create and on PATCH", async () => {
       // JSON may escape half of a surrogate pair. After another non-ASCII character it once cut PGlite's parameter short.
       const created = await createPet(String.raw`{"name": "¡\udc00n", "categoryId": 1}`)
-      expect(created.status, created.text).toBe(201)
-      expect(created.body.name).toBe("¡\ufffdn")
-      const patched = await send(url(`/pets/${created.body.id}`), {
+      expectError(created, 400, "invalid_request")
+      const pet = (await createPet({ name: "Whole", categoryId: 1 })).body
+      const patched = await send(url(`/pets/${pet.id}`), {
         method: "PATCH",
         headers: json(key),
         body: String.raw`{"name": "é\ud83d"}`
       })
-      expect(patched.status, patched.text).toBe(200)
-      expect(patched.body.name).toBe("é\ufffd")
+      expectError(patched, 400, "invalid_request")
     })
 
     it("commits the pet before answering: it is retrievable at once", async () => {

@@ -22,8 +22,9 @@
  * - an `orderId` that breaks out of its path segment turns
  *   `POST /store/orders/{orderId}/cancel` into getOrder's path, where POST is
  *   rightly 405: an empty one (`/store/orders//cancel` is sent as
- *   `/store/orders/cancel`), or one holding `?`, `#` or `;` unencoded, where
- *   the router ends the path (`;` as in `/foo;jsessionid=1`).
+ *   `/store/orders/cancel`), or one holding `?` unencoded, where the path
+ *   ends. (One holding `;` or `#` unencoded is an unknown path, 404, since
+ *   the router would stop reading there: README "Paths".)
  */
 import { execFile } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { InvalidRequest, NotFound } from "./ApiError.ts"
+import { displayName } from "./Names.ts"
 import { AdminAuth, RequestValidation } from "./Middleware.ts"
 import { Plan, QuotaLimits } from "./Plan.ts"
 import { KeyUsage } from "./RateLimit.ts"
@@ -10,7 +11,8 @@ export const ApiKeyId = Schema.String.check(
 )
 export type ApiKeyId = typeof ApiKeyId.Type
 
-export const ApiKeyName = Schema.Trim.check(Schema.isMaxLength(200))
+/** A key's name, a label for people: README "What a name may hold" (Names.ts), up to 200 characters. */
+export const ApiKeyName = displayName(200, "A label for the key, shown to operators.", ["ci bot"])
 
 /**
  * What a key may do with orders: a `customer` (the default, and every key

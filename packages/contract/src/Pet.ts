@@ -1,4 +1,5 @@
 import { Effect, Schema, SchemaTransformation } from "effect"
+import { displayName } from "./Names.ts"
 
 /**
  * A positive safe integer, `int64` on the wire. Built from `Number` with the
@@ -20,7 +21,11 @@ export const PositiveSafeInt = Schema.Number.annotate({ format: "int64" }).check
  */
 export const DecimalId = Schema.String.check(
   Schema.isPattern(/^[1-9][0-9]{0,15}$/u, { expected: "a positive integer in decimal digits" })
-).pipe(Schema.decodeTo(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), SchemaTransformation.numberFromString))
+).pipe(Schema.decodeTo(
+  // Sixteen digits reach past 2^53 − 1, where numbers lose precision: an id names one row or is refused.
+  Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }, { expected: "a positive safe integer" })),
+  SchemaTransformation.numberFromString
+))
 
 /** How `DecimalId` values are spelled, for the parameters' descriptions in the OpenAPI document. */
 export const DECIMAL_SPELLING = "Plain decimal digits: no sign, leading zero, fraction, exponent or spaces"
@@ -37,38 +42,8 @@ export const PetStatus = Schema.Literals(["available", "pending", "sold"]).annot
 })
 export type PetStatus = typeof PetStatus.Type
 
-/** What `String.prototype.trim` removes: ECMAScript's WhiteSpace and LineTerminator, spelled out so every regex dialect reads them alike. */
-const TRIMMED = String.raw`\t\n\u000b\u000c\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff`
-
-/**
- * A name as sent: something other than whitespace, at most 100 characters from
- * its first to its last non-whitespace character, and no NUL anywhere
- * (PostgreSQL's text cannot hold NUL; a name with one is the client's mistake,
- * not an outage). Checked on the wire so the OpenAPI document carries it.
- *
- * JSON Schema counts characters as code points, the server counts UTF-16 code
- * units (after trimming, below): a name with more than 50 characters outside
- * the Basic Multilingual Plane (emoji) matches this pattern and is still
- * refused. No regular expression that tools share can count code units, so the
- * description says it in words.
- */
-const NAME_AS_SENT = new RegExp(`^[${TRIMMED}]*[^${TRIMMED}\\u0000](?:[^\\u0000]{0,98}[^${TRIMMED}\\u0000])?[${TRIMMED}]*$`, "u")
-
-export const PetName = Schema.String.check(
-  Schema.isPattern(NAME_AS_SENT, { expected: "a name of 1 to 100 characters after trimming, without NUL characters" })
-).annotate({
-  description: "The animal's name. Leading and trailing whitespace is trimmed; what remains must be 1–100 characters " +
-    "(UTF-16 code units: a character outside the Basic Multilingual Plane, such as an emoji, counts as 2) and contain no NUL.",
-  examples: ["Rex"]
-}).pipe(
-  Schema.decodeTo(
-    Schema.Trimmed.check(
-      Schema.isMinLength(1, { expected: "a name of at least 1 character after trimming" }),
-      Schema.isMaxLength(100, { expected: "a name of at most 100 characters (UTF-16 code units) after trimming" })
-    ),
-    SchemaTransformation.trim()
-  )
-)
+/** A pet's name: README "What a name may hold" (Names.ts). */
+export const PetName = displayName(100, "The animal's name.", ["Rex"])
 
 export const CategoryId = PositiveSafeInt.annotate({
   description: "Identifier of the category the animal belongs to (int64 on the wire, within the safe integer range 1 to 2^53 − 1)",

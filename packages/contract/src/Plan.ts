@@ -3,9 +3,17 @@ import { Schema } from "effect"
 export const Plan = Schema.Literals(["free", "pro", "business", "enterprise"]).annotate({ identifier: "Plan" })
 export type Plan = typeof Plan.Type
 
+/** The largest value of a PostgreSQL `integer` column, where limits and pet versions are stored. */
+export const POSTGRES_INTEGER_MAX = 2_147_483_647
+
+/** A limit is stored in an `integer` column: beyond its range is the client's mistake (400), not an outage. */
+const Limit = Schema.Int.check(
+  Schema.isBetween({ minimum: 1, maximum: POSTGRES_INTEGER_MAX }, { expected: `a whole number from 1 to ${POSTGRES_INTEGER_MAX}` })
+)
+
 export const QuotaLimits = Schema.Struct({
-  perMinute: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)),
-  perDay: Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+  perMinute: Limit,
+  perDay: Limit
 }).annotate({ identifier: "QuotaLimits" })
 export type QuotaLimits = typeof QuotaLimits.Type
 

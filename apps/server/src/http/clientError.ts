@@ -59,7 +59,7 @@ const detailOf = (error: ParseError): ErrorDetail => {
  * A whole HTTP/1.1 answer with the error's body, after which the connection
  * closes. Written by hand: Node asks for bytes on the socket here, not for a response.
  */
-const errorAnswer = (error: ApiError): string => {
+const errorAnswer = (error: ApiError, head: boolean): string => {
   const json = JSON.stringify(errorBodyOf(error))
   return [
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`,
@@ -70,9 +70,13 @@ const errorAnswer = (error: ApiError): string => {
     "X-Content-Type-Options: nosniff",
     "Connection: close",
     "",
-    json
+    // An answer to HEAD has no body (RFC 9110 §9.3.2): a client reads one as the start of the next answer.
+    head ? "" : json
   ].join("\r\n")
 }
+
+/** Whether the refused request is a HEAD, when the chunk the parser stopped in starts with its request line. */
+const isHeadRequest = (error: ParseError) => error.rawPacket?.subarray(0, 5).toString("latin1") === "HEAD "
 
 /**
  * Refusals the Error table has no code for keep Node's own bare answer and
@@ -83,10 +87,13 @@ const nodesOwnStatus: Readonly<Record<string, number>> = { HPE_HEADER_OVERFLOW: 
 const answerFor = (error: ParseError): string => {
   switch (error.code) {
     case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
-      return errorAnswer(new PayloadTooLarge({ message: "The chunk extensions of the request body are over the limit" }))
+      return errorAnswer(new PayloadTooLarge({ message: "The chunk extensions of the request body are over the limit" }), false)
     default: {
       const detail = detailOf(error)
-      return errorAnswer(new InvalidRequest({ message: `Invalid request. ${detail.path}: ${detail.message}`, details: [detail] }))
+      return errorAnswer(
+        new InvalidRequest({ message: `Invalid request. ${detail.path}: ${detail.message}`, details: [detail] }),
+        isHeadRequest(error)
+      )
     }
   }
 }

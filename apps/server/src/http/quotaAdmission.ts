@@ -18,7 +18,10 @@ import { type Operation, routeTable } from "./routeTable.ts"
  * Whom a request without a key is counted against: its client's address as
  * the proxy trust model (`TRUST_PROXY`) finds it, an IPv6 client by its /64.
  */
-const anonymousSubjectOf = (request: HttpServerRequest.HttpServerRequest, trust: ProxyTrust) =>
+/** `TRUST_PROXY` as the trust model reads it; the configuration already refused a value it cannot read. */
+export const configuredProxyTrust = Effect.map(AppConfig, (config) => Result.getOrThrow(parseProxyTrust(config.trustProxy)))
+
+export const anonymousSubjectOf = (request: HttpServerRequest.HttpServerRequest, trust: ProxyTrust) =>
   Option.match(clientAddress(trust, request.headers["x-forwarded-for"], request.remoteAddress), {
     onNone: () => "unknown",
     onSome: anonymousQuotaSubject
@@ -74,7 +77,7 @@ export const currentAdmission = Effect.serviceOption(CurrentAdmission).pipe(
 export const quotaAdmission = Effect.gen(function*() {
   const apiKeys = yield* ApiKeys
   const quota = yield* Quota
-  const trust = Result.getOrThrow(parseProxyTrust((yield* AppConfig).trustProxy))
+  const trust = yield* configuredProxyTrust
   const table = yield* routeTable(PetstoreApi)
   const bearerCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
 

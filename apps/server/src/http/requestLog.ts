@@ -2,6 +2,7 @@ import { Cause, Clock, Context, Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { recordRequestUnsafe } from "../observability/metrics.ts"
+import { refuseUnroutableTargets } from "./requestTarget.ts"
 
 /** What the routes learn about a request that belongs on its log line. */
 export interface RequestFacts {
@@ -20,7 +21,7 @@ export const CurrentRequestFacts = Context.Reference<RequestFacts>("@petstore/se
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /**
- * Global middleware of a listener: gives every request an id (the client's
+ * Global middleware of a listener: refuses what no route may see (requestTarget.ts), gives every request an id (the client's
  * `X-Request-Id` when sane, else a new one), echoes it on the response, puts it
  * on every log line of the request, and writes one structured line per request.
  *
@@ -44,14 +45,15 @@ export const requestLog = HttpRouter.middleware((httpEffect) =>
         return Effect.logInfo("request").pipe(Effect.annotateLogs({
           requestId,
           method: request.method,
-          route: facts.route ?? new URL(request.url, "http://localhost").pathname,
+          // The path as sent: `new URL` would throw on a target such as `//a:99999/x`.
+          route: facts.route ?? request.url.split("?")[0],
           status,
           durationMs: Math.round(durationMs * 100) / 100,
           ...(facts.keyId !== undefined ? { keyId: facts.keyId, plan: facts.plan } : {}),
           ...(facts.quota !== undefined ? { quota: facts.quota } : {})
         }))
       })
-    return httpEffect.pipe(
+    return refuseUnroutableTargets(httpEffect).pipe(
       Effect.provideService(CurrentRequestFacts, facts),
       // 499: the client went away before the answer (nginx's convention); else the router found no route.
       Effect.tapCause((cause) => logLine(Cause.hasInterruptsOnly(cause) ? 499 : 404)),

@@ -1,16 +1,14 @@
-import { AdminApi, API_BASE_PATH, documentedPetstoreApi, PetstoreApi, ServiceUnavailable, Unauthorized } from "@petstore/contract"
-import { Effect, Layer, Option, Scope } from "effect"
+import { AdminApi, PetstoreApi, Unauthorized } from "@petstore/contract"
+import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar, HttpApiSecurity, OpenApi } from "effect/http-api"
+import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../config.ts"
 import { AdminAuthLive, ApiKeyAuthLive, isAdminToken } from "../auth/ApiKeyAuth.ts"
-import { Database } from "../db/Database.ts"
-import { sql } from "../db/sql.ts"
 import { prometheusText } from "../observability/metrics.ts"
-import { Draining } from "../drain.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
 import { AdminHandlers } from "./AdminHandlers.ts"
-import { databaseUnavailable, errorResponse } from "./errors.ts"
+import { DocumentRoutes, HealthRoutes } from "./anonymousSurfaces.ts"
+import { errorResponse } from "./errors.ts"
 import { OrdersHandlers } from "./OrdersHandlers.ts"
 import { PetsHandlers } from "./PetsHandlers.ts"
 import { quotaAdmission } from "./quotaAdmission.ts"
@@ -45,70 +43,6 @@ const V1Routes = Layer.mergeAll(
   ),
   unmatchedRoutes(PetstoreApi, "/v1")
 ).pipe(Layer.provide(v1Edge))
-
-/**
- * The servers the OpenAPI document names, each ending in /v1: `OPENAPI_SERVERS`
- * (`URL [description], …`); else `PUBLIC_BASE_URL` + /v1; else none, and the
- * document's default, `/v1` relative to wherever it is served, names this origin.
- */
-export const documentServers = (
-  openApiServers: Option.Option<string>,
-  publicBaseUrl: Option.Option<URL>
-): ReadonlyArray<OpenApi.OpenAPISpecServer> =>
-  Option.match(openApiServers, {
-    onSome: (servers) =>
-      servers.split(",").map((entry) => {
-        const [url, ...description] = entry.trim().split(/\s+/)
-        return description.length === 0 ? { url: url! } : { url: url!, description: description.join(" ") }
-      }),
-    onNone: () =>
-      Option.match(publicBaseUrl, {
-        onNone: () => [],
-        onSome: (base) => [{ url: `${base.toString().replace(/\/+$/, "")}${API_BASE_PATH}`, description: "PUBLIC_BASE_URL" }]
-      })
-  })
-
-/**
- * The OpenAPI document and the docs page, from the contract with this
- * deployment's servers. Built once: the document only changes with the contract.
- */
-const DocumentRoutes = Layer.unwrap(Effect.gen(function*() {
-  const { openApiServers, publicBaseUrl } = yield* AppConfig
-  const api = documentedPetstoreApi(documentServers(openApiServers, publicBaseUrl))
-  const document = HttpServerResponse.jsonUnsafe(OpenApi.fromApi(api))
-  return Layer.mergeAll(
-    HttpRouter.use((router) => router.add("GET", `${API_BASE_PATH}/openapi.json`, document)),
-    HttpRouter.use(Effect.fnUntraced(function*(router) {
-      // Scalar's page is built on its first visit, not at start-up: its bundle is 6 MB of JavaScript, held
-      // twice in the heap once loaded (12 MB of a 53 MB idle heap, and V8 sizes the old generation from it).
-      const scope = yield* Scope.Scope
-      const docsPage = yield* Effect.cached(
-        HttpRouter.toHttpEffect(HttpApiScalar.layer(api, { path: "/docs" })).pipe(Scope.provide(scope))
-      )
-      yield* router.add("GET", "/docs", Effect.flatten(docsPage))
-    }))
-  )
-}))
-
-/** Liveness says the process serves requests; readiness says its database answers too, and it is not draining. */
-const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
-  const db = yield* Database
-  const { isDraining } = yield* Draining
-  const shuttingDown = new ServiceUnavailable({ message: "The server is shutting down" })
-  yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
-  yield* router.add(
-    "GET",
-    "/readyz",
-    Effect.flatMap(isDraining, (draining) =>
-      draining
-        ? Effect.succeed(errorResponse(shuttingDown))
-        : db.query(sql`SELECT 1`).pipe(
-          Effect.timeout("2 seconds"),
-          Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready", store: db.kind })),
-          Effect.orElseSucceed(() => errorResponse(databaseUnavailable))
-        ))
-  )
-}))
 
 export const PublicRoutes = Layer.mergeAll(V1Routes, DocumentRoutes, HealthRoutes, requestLog)
 

@@ -1,4 +1,4 @@
-import { Forbidden, NotFound, PetHasOpenOrder, type PetPatch, PreconditionFailed } from "@petstore/contract"
+import { Forbidden, NotFound, PetHasOpenOrder, type PetPatch, POSTGRES_INTEGER_MAX, PreconditionFailed } from "@petstore/contract"
 import { Context, Effect, Layer } from "effect"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { type PetChangeRefusal, type PetPrecondition, Pets, type StoredPet } from "./Pets.ts"
@@ -16,7 +16,8 @@ export const preconditionOf = (petId: number, ifMatch: string | undefined): PetP
   if (ifMatch === undefined || ifMatch.trim() === "*") return { _tag: "Any" }
   const versions = [...ifMatch.matchAll(/(W\/)?"([^"]*)"/g)].flatMap(([, weak, tag]) => {
     const match = weak === undefined ? /^([1-9][0-9]{0,15})\.([1-9][0-9]{0,15})$/.exec(tag!) : null
-    return match !== null && Number(match[1]) === petId ? [Number(match[2])] : []
+    // A version beyond the `integer` column's range names no version this pet ever had: 412, like any other.
+    return match !== null && Number(match[1]) === petId && Number(match[2]) <= POSTGRES_INTEGER_MAX ? [Number(match[2])] : []
   })
   return { _tag: "Versions", versions }
 }
