@@ -2,6 +2,7 @@ import { once } from "node:events"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ADMIN_TOKEN, createKey, freePort, type ServerProcess, spawnServer, startServerProcess } from "@petstore/test-support"
+import { rawRequest } from "./support/rawHttp.ts"
 
 let server: ServerProcess
 let origin: string
@@ -77,6 +78,14 @@ describe("observability", () => {
     // Lines are written in order: once a later request's line is out, so is anything logged for this one.
     await fetch(`${origin}/healthz`, { headers: { "x-request-id": "after-gone-mid-body" } })
     await lineFor("after-gone-mid-body")
+    expect(logLines().filter((line) => line.level === "ERROR")).toEqual([])
+  })
+
+  it("logs a request refused before routing (an absolute-form target with a bad authority) as a 400 at INFO, with no ERROR line", async () => {
+    const answer = await rawRequest(origin, { method: "GET", path: "http://a:99999/nothing", headers: { "x-request-id": "bad-authority-1" } })
+    expect(answer.kind === "response" ? answer.status : answer.message).toBe(400)
+    const line = await lineFor("bad-authority-1")
+    expect(line).toMatchObject({ level: "INFO", annotations: { status: 400, method: "GET", route: "http://a:99999/nothing" } })
     expect(logLines().filter((line) => line.level === "ERROR")).toEqual([])
   })
 
