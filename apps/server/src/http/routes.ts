@@ -15,7 +15,7 @@ import { OrdersHandlers } from "./OrdersHandlers.ts"
 import { PetsHandlers } from "./PetsHandlers.ts"
 import { quotaAdmission } from "./quotaAdmission.ts"
 import { RequestValidationLive } from "./RequestValidation.ts"
-import { requestLog } from "./requestLog.ts"
+import { CurrentRequestFacts, requestLog } from "./requestLog.ts"
 import { adminResponseHeaders, v1ResponseHeaders } from "./responseHeaders.ts"
 import { emptyParameterIsUnknownPath, unmatchedRoutes } from "./unmatchedRoutes.ts"
 
@@ -95,20 +95,28 @@ const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
   const db = yield* Database
   const { isDraining } = yield* Draining
   const shuttingDown = new ServiceUnavailable({ message: "The server is shutting down" })
-  yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
+  yield* router.add("GET", "/healthz", countedAs("/healthz", Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok" }))))
   yield* router.add(
     "GET",
     "/readyz",
-    Effect.flatMap(isDraining, (draining) =>
+    countedAs("/readyz", Effect.flatMap(isDraining, (draining) =>
       draining
         ? Effect.succeed(errorResponse(shuttingDown))
         : db.query(sql`SELECT 1`).pipe(
           Effect.timeout("2 seconds"),
           Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready", store: db.kind })),
           Effect.orElseSucceed(() => errorResponse(databaseUnavailable))
-        ))
+        )))
   )
 }))
+
+/** Health answers count under their own path, not "unmatched": the readiness alerts read `http_requests_total{route="/readyz"}`. */
+const countedAs = <A, E, R>(route: string, answer: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const facts = yield* CurrentRequestFacts
+    facts.route = route
+    return yield* answer
+  })
 
 export const PublicRoutes = Layer.mergeAll(V1Routes, DocumentRoutes, HealthRoutes, requestLog)
 
