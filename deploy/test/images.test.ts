@@ -108,7 +108,7 @@ describe.skipIf(
   })
 
   afterAll(async () => {
-    for (const container of containers) await podman(["rm", "--force", "--time", "0", container])
+    for (const container of containers) await podman(["rm", "--force", "--volumes", "--time", "0", container])
     for (const volume of volumes) await podman(["volume", "rm", "--force", volume])
     for (const image of [serverImage, conformanceImage]) await podman(["rmi", "--force", image])
     // The build stage's layers (about 740 MB a build) would pile up run after run on a machine that keeps its storage.
@@ -300,7 +300,7 @@ describe.skipIf(
     const { id } = (await created.json()) as { id: number }
     await ok(["stop", "--time", String(GRACE_SECONDS), `petstore-image-test-pglite-a-${process.pid}`], (GRACE_SECONDS + 30) * 1000)
     expect(await inspect(`petstore-image-test-pglite-a-${process.pid}`, "{{.State.ExitCode}}")).toBe("0")
-    await ok(["rm", `petstore-image-test-pglite-a-${process.pid}`])
+    await ok(["rm", "--volumes", `petstore-image-test-pglite-a-${process.pid}`])
     const second = await start(`petstore-image-test-pglite-b-${process.pid}`)
     measured.push(`server (PGlite, existing volume) ready ${second.toFixed(1)} s after podman run`)
     const fetched = await fetch(`${origin}/v1/pets/${id}`, { headers: { authorization: `Bearer ${key}` } })
