@@ -2,10 +2,10 @@
 // it must run before any schema is built, so it comes first. Unstable API, pinned with effect's version.
 import "effect/schema/SchemaJITCompiler/enable"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Effect, Exit, Layer, Runtime } from "effect"
+import { Cause, ConfigProvider, Effect, Exit, Layer, Runtime } from "effect"
 import cluster from "node:cluster"
 import { stopWithPrimary, superviseWorkers } from "./cluster.ts"
-import { AppConfig, AppConfigShape, formatConfigError } from "./config.ts"
+import { AppConfig, AppConfigShape, formatConfigError, withSecretFiles } from "./config.ts"
 import { checkListeners, ServerLive } from "./server.ts"
 
 /** One line naming the cause, for the operator; no stack trace, which would only bury it. */
@@ -25,6 +25,7 @@ const main = Effect.gen(function*() {
   if (cluster.isWorker) stopWithPrimary()
   return yield* Layer.launch(ServerLive.pipe(Layer.provide(Layer.succeed(AppConfig, config))))
 }).pipe(
+  Effect.provideService(ConfigProvider.ConfigProvider, withSecretFiles(ConfigProvider.fromEnv())),
   Effect.catchTag("ConfigError", (error) => refuseToStart(formatConfigError(error))),
   Effect.catchTag("StartupError", (error) => stop(1, `cannot start: ${error.message}`))
 )

@@ -1,6 +1,9 @@
 import { spawnSync } from "node:child_process"
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { eventually, freePort, spawnServer } from "@petstore/test-support"
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
@@ -31,6 +34,70 @@ describe("bad configuration stops the server at start-up", () => {
     const lines = result.stderr.trim().split("\n")
     expect(lines).toHaveLength(1)
     expect(lines[0]).toMatch(new RegExp(`^petstore: invalid configuration: ${name}: `))
+  })
+})
+
+describe("secrets from files (NAME_FILE)", () => {
+  const folder = mkdtempSync(join(tmpdir(), "petstore-secrets-"))
+  afterAll(() => rmSync(folder, { recursive: true, force: true }))
+  const file = (name: string, contents: string | Buffer) => {
+    const path = join(folder, name)
+    writeFileSync(path, contents)
+    return path
+  }
+  const oneLine = (result: ReturnType<typeof start>) => {
+    const lines = result.stderr.trim().split("\n")
+    expect(lines, result.stderr).toHaveLength(1)
+    return lines[0]
+  }
+
+  it("a token read from a file, less its trailing newline, serves the admin API; the log shows neither", async () => {
+    const token = "token-from-a-file-0123456789"
+    const [port, adminPort] = [await freePort(), await freePort()]
+    const server = spawnServer({
+      PORT: String(port), ADMIN_PORT: String(adminPort), HOST: "127.0.0.1", DATA_DIR: ":memory:", LOG_LEVEL: "Info",
+      ADMIN_TOKEN_FILE: file("admin-token", `${token}\n`)
+    })
+    try {
+      const status = (bearer: string) =>
+        fetch(`http://127.0.0.1:${adminPort}/admin/keys`, { headers: { authorization: `Bearer ${bearer}` } })
+          .then((response) => response.status, () => 0)
+      expect(await eventually(async () => await status(token) === 200, 90_000), server.output()).toBe(true)
+      expect(server.output()).not.toContain(token)
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it.each(["ADMIN_TOKEN", "DATABASE_URL"])("%s and %s_FILE both set: exits 2 with one line naming %s_FILE", (name) => {
+    const result = start({ [name]: "postgres://a-value-long-enough@x/db", [`${name}_FILE`]: file(`${name}-both`, "x") })
+    expect(result.status).toBe(2)
+    expect(oneLine(result)).toBe(`petstore: invalid configuration: ${name}_FILE: ${name} is set too; set one of them`)
+  })
+
+  it.each([
+    ["a missing file", () => join(folder, "missing"), "ENOENT"],
+    ["a folder", () => folder, "not a regular file"],
+    ["a file over 64 KiB", () => file("large", Buffer.alloc(64 * 1024 + 1, "a")), "larger than 65536 bytes"],
+    ["an unreadable file", () => {
+      const path = file("unreadable", "secret-never-shown")
+      chmodSync(path, 0o000)
+      return path
+    }, "EACCES"]
+  ])("DATABASE_URL_FILE naming %s: exits 2 with one line naming it", (_, path, cause) => {
+    const named = path()
+    // root reads a file of mode 000 all the same: that case is for other users
+    if (cause === "EACCES" && process.getuid?.() === 0) return
+    const result = start({ DATABASE_URL_FILE: named })
+    expect(result.status).toBe(2)
+    expect(oneLine(result)).toBe(`petstore: invalid configuration: DATABASE_URL_FILE: cannot read ${named}: ${cause}`)
+  })
+
+  it("a file's contents are checked as the variable's value would be, naming the variable", () => {
+    const result = start({ DATABASE_URL_FILE: file("mysql-url", "mysql://secret-never-shown@localhost/db\n") })
+    expect(result.status).toBe(2)
+    expect(oneLine(result)).toMatch(/^petstore: invalid configuration: DATABASE_URL: /)
+    expect(result.stderr).not.toContain("secret-never-shown")
   })
 })
 

@@ -208,13 +208,21 @@ export const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       Effect.andThen(Deferred.await(answer))
     )
   })
-  yield* router.add("GET", "/healthz", HttpServerResponse.jsonUnsafe({ status: "ok" }))
+  yield* router.add("GET", "/healthz", countedAs("/healthz", Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok" }))))
   yield* router.add(
     "GET",
     "/readyz",
-    Effect.flatMap(isDraining, (draining) =>
+    countedAs("/readyz", Effect.flatMap(isDraining, (draining) =>
       draining
         ? Effect.succeed(errorResponse(shuttingDown))
-        : Effect.map(probe, (isReady) => isReady ? ready : errorResponse(databaseUnavailable)))
+        : Effect.map(probe, (isReady) => isReady ? ready : errorResponse(databaseUnavailable))))
   )
 }))
+
+/** Health answers count under their own path, not "unmatched": the readiness alerts read `http_requests_total{route="/readyz"}`. */
+const countedAs = <A, E, R>(route: string, answer: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const facts = yield* CurrentRequestFacts
+    facts.route = route
+    return yield* answer
+  })

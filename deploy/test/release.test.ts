@@ -1,0 +1,25 @@
+import { describe, expect, it } from "vitest"
+import { read } from "./repository.ts"
+
+/** One version: the server package's is the release's (CHANGELOG.md says so). */
+const version = (JSON.parse(read("apps/server/package.json")) as { version: string }).version
+
+describe("the release", () => {
+  it("is MIT-licensed, as every package declares", () => {
+    expect(read("LICENSE")).toMatch(/^MIT License\n/)
+    for (const path of ["packages/contract/package.json", "packages/conformance/package.json"]) {
+      expect((JSON.parse(read(path)) as { license: string }).license, path).toBe("MIT")
+    }
+  })
+
+  it("has one version, which the changelog, the OpenAPI documents, the images and the example overlay carry", () => {
+    expect(/^## (\S+)/m.exec(read("CHANGELOG.md"))![1]).toBe(version)
+    expect((JSON.parse(read("packages/contract/openapi.json")) as { info: { version: string } }).info.version).toBe(version)
+    expect(read("packages/contract/src/AdminApi.ts")).toContain(`version: "${version}"`)
+    const containerfile = read("deploy/images/Containerfile")
+    expect(containerfile.match(/^ARG VERSION=(.*)$/gm)).toEqual([`ARG VERSION=${version}`, `ARG VERSION=${version}`])
+    expect(containerfile).toContain(`org.opencontainers.image.licenses="MIT"`)
+    expect(read("deploy/kubernetes/overlays/example/kustomization.yaml")).toContain(`newTag: "${version}"`)
+    expect(read("README.md")).toContain(`petstore-server:${version}`)
+  })
+})

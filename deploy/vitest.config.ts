@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config"
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    // The image test builds and runs containers: `pnpm test:images` (vitest.images.config.ts), not `pnpm test`.
+    exclude: ["test/images.test.ts"],
+    // Timeouts catch hangs, not slow machines: one test starts a real server.
+    testTimeout: 120_000,
+    hookTimeout: 150_000
+  }
+})
