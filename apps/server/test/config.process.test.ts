@@ -21,7 +21,11 @@ describe("bad configuration stops the server at start-up", () => {
     ["ADMIN_TOKEN", "short"],
     ["DATABASE_URL", "mysql://localhost/db"],
     ["PUBLIC_BASE_URL", "not a url"],
-    ["LOG_LEVEL", "loud"]
+    ["LOG_LEVEL", "loud"],
+    ["DATABASE_POOL_SIZE", "0"],
+    ["DATABASE_POOL_SIZE", "101"],
+    ["DATABASE_DIRECT_URL", "postgres://localhost/db"],
+    ["DATABASE_PREPARED_STATEMENTS", "sometimes"]
   ])("%s=%s: exits 2 with one line naming the variable", (name, value) => {
     const result = start({ [name]: value })
     expect(result.status).toBe(2)
