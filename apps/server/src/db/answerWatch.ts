@@ -10,6 +10,11 @@ import type { Duplex } from "node:stream"
  * It counts requests for an answer, as the protocol frames them: every `Sync`
  * and simple `Query` the client sends (and the start-up message) is answered
  * by exactly one `ReadyForQuery`. Pipelined statements just raise the count.
+ * A `Flush` (postgres.js sends Parse, Describe, Flush to learn a new
+ * statement's parameter types) is answered by some message, with no
+ * `ReadyForQuery`: it is owed until a message arrives after the answers to
+ * every `Sync` before it (a pooler that releases the server connection at the
+ * `ReadyForQuery` before it can lose exactly this answer).
  * A connection is closed when
  * - something is owed and no byte has arrived for `silenceMillis` ("silent"), or
  * - a `ReadyForQuery` arrives when nothing is owed ("out of protocol": the
@@ -59,6 +64,7 @@ class Framer {
 
 const SYNC = 0x53 // S
 const QUERY = 0x51 // Q
+const FLUSH = 0x48 // H
 const READY_FOR_QUERY = 0x5a // Z
 
 /** Watches `socket` (already connected, in the clear) from the client's first byte on; returns it. */
@@ -68,6 +74,7 @@ export const watchAnswers = <S extends Duplex>(
   onClose: (reason: CloseReason) => void
 ): S => {
   let owed = 0
+  let flushOwed = false
   // When the last byte arrived, or the wait began; the timer checks it rather than being re-armed on every chunk.
   let heardAt = 0
   let timer: NodeJS.Timeout | undefined
@@ -79,7 +86,7 @@ export const watchAnswers = <S extends Duplex>(
   }
   const check = () => {
     timer = undefined
-    if (owed === 0) return
+    if (owed === 0 && !flushOwed) return
     const waited = performance.now() - heardAt
     if (waited >= silenceMillis) return close("silent")
     timer = setTimeout(check, silenceMillis - waited)
@@ -87,8 +94,11 @@ export const watchAnswers = <S extends Duplex>(
   }
   const sent = new Framer(true, (type) => {
     // The start-up message (untyped) is answered by a ReadyForQuery too.
-    if (type === SYNC || type === QUERY || type === -1) {
-      if (owed++ === 0) heardAt = performance.now()
+    const counted = type === SYNC || type === QUERY || type === -1
+    if (counted || type === FLUSH) {
+      if (owed === 0 && !flushOwed) heardAt = performance.now()
+      if (counted) owed++
+      else flushOwed = true
       if (timer === undefined) {
         timer = setTimeout(check, silenceMillis)
         timer.unref()
@@ -96,7 +106,11 @@ export const watchAnswers = <S extends Duplex>(
     }
   })
   const received = new Framer(false, (type) => {
-    if (type !== READY_FOR_QUERY) return
+    if (type !== READY_FOR_QUERY) {
+      // Answers come in order: once every Sync before it is answered, the next message answers the Flush.
+      if (owed === 0) flushOwed = false
+      return
+    }
     if (owed === 0) return close("out_of_protocol")
     owed--
   })

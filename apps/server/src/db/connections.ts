@@ -88,6 +88,8 @@ const open = async (options: SocketOptions, host: string, port: number, path: st
       (settings.sslMode === "require" && settings.tls.ca !== undefined)
     const secure = tls.connect({
       socket: raw,
+      // The name the certificate must carry (verify-full): without it Node would check for "localhost".
+      host,
       ...(net.isIP(host) ? {} : { servername: host }),
       ...settings.tls,
       rejectUnauthorized: verify,
