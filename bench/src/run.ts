@@ -406,4 +406,5 @@ const report = (input: {
 }
 
 if (process.argv.includes("--growth")) await import("./growth.ts")
+else if (process.argv.includes("--pooler")) await import("./pooler.ts")
 else await main()

@@ -65,8 +65,9 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<PgBounc
     const [uid, gid] = readFileSync("/etc/passwd", "utf8").split("\n").find((line) => line.startsWith("postgres:"))!.split(":").slice(2, 4)
     for (const file of ["", "pgbouncer.ini", "userlist.txt"]) chownSync(join(dir, file), Number(uid), Number(gid))
   }
+  // setpriv execs PgBouncer itself (runuser would stay its parent and not pass signals on): stopping the child stops it.
   const [file, args] = asRoot
-    ? ["runuser", ["-u", "postgres", "--", binary, join(dir, "pgbouncer.ini")]]
+    ? ["setpriv", ["--reuid=postgres", "--regid=postgres", "--init-groups", binary, join(dir, "pgbouncer.ini")]]
     : [binary, [join(dir, "pgbouncer.ini")]]
   const child: ChildProcess = spawn(file, args, { stdio: ["ignore", "pipe", "pipe"] })
   let output = ""
