@@ -78,10 +78,11 @@ try {
   await database.drop()
 }
 
-const [{ version }] = await (async () => {
+const version = await (async () => {
   const sql = postgres(adminUrl, { max: 1 })
   try {
-    return await sql`SELECT current_setting('server_version') AS version`
+    const rows = await sql<Array<{ version: string }>>`SELECT current_setting('server_version') AS version`
+    return rows[0]!.version
   } finally {
     await sql.end()
   }
