@@ -409,4 +409,5 @@ if (process.argv.includes("--growth")) {
   await import("./growth.ts")
   await import("./quotaGrowth.ts")
 } else if (process.argv.includes("--docs")) await import("./docs.ts")
+else if (process.argv.includes("--pooler")) await import("./pooler.ts")
 else await main()

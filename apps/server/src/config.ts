@@ -5,6 +5,15 @@ import { parseProxyTrust } from "./net/proxyTrust.ts"
 const Host = Config.String
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { expected: "a whole number, 0 or more" }))
+/** Connections per process: see the README's connection budget. Above 100 a process only queues in PostgreSQL instead of in itself. */
+const PoolSize = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }, { expected: "a whole number from 1 to 100" }))
+const PostgresUrl = (name: string) =>
+  Config.option(
+    Config.schema(
+      Schema.Redacted(Schema.String.check(Schema.isPattern(/^postgres(ql)?:\/\//, { expected: "a postgres:// URL" }))),
+      name
+    )
+  )
 
 /** Everything the server reads from its environment, each variable checked on its own. */
 const EnvironmentShape = Config.all({
@@ -24,6 +33,12 @@ const EnvironmentShape = Config.all({
       "DATABASE_URL"
     )
   ),
+  /** A direct (session) connection beside a transaction pooler's DATABASE_URL: LISTEN and migrations go through it. */
+  databaseDirectUrl: PostgresUrl("DATABASE_DIRECT_URL"),
+  databasePoolSize: Config.schema(PoolSize, "DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
+  /** Unset: named prepared statements unless DATABASE_DIRECT_URL declares DATABASE_URL a transaction pooler. */
+  databasePreparedStatements: Config.option(Config.Boolean("DATABASE_PREPARED_STATEMENTS")),
+  migrateOnStart: Config.Boolean("MIGRATE_ON_START").pipe(Config.withDefault(true)),
   dataDir: Config.String("DATA_DIR").pipe(Config.withDefault("./.data")),
   publicBaseUrl: Config.option(Config.URL("PUBLIC_BASE_URL")),
   /** Servers of the OpenAPI document: comma-separated `http(s)://…/v1` URLs, each optionally followed by a description. */
@@ -78,7 +93,7 @@ const workersShareTheirQuotas = (config: AppConfigValues): Config.Config<AppConf
     : Config.succeed(config)
 
 /** The variables that hold secrets: each may instead name a file that holds it, as `NAME_FILE`. */
-export const SECRET_VARIABLES = ["ADMIN_TOKEN", "DATABASE_URL"] as const
+export const SECRET_VARIABLES = ["ADMIN_TOKEN", "DATABASE_URL", "DATABASE_DIRECT_URL"] as const
 const SECRET_FILE_MAX_BYTES = 64 * 1024
 
 /**
@@ -116,8 +131,28 @@ const readSecretFile = (variable: string, path: string) =>
       })
   })
 
+/** A direct URL beside no pooler's URL means nothing: refused rather than ignored. */
+const directUrlNeedsDatabaseUrl = (config: AppConfigValues): Config.Config<AppConfigValues> =>
+  Option.isSome(config.databaseDirectUrl) && Option.isNone(config.databaseUrl)
+    ? Config.fail(
+      new Schema.SchemaError(
+        new SchemaIssue.Pointer(
+          ["DATABASE_DIRECT_URL"],
+          new SchemaIssue.InvalidValue({ message: "set without DATABASE_URL (the pooler's URL it stands beside)" })
+        )
+      )
+    )
+    : Config.succeed(config)
+
 /** The configuration, read and checked once at start-up: every variable, then the rules that join them. */
-export const AppConfigShape = EnvironmentShape.pipe(Config.flatMap(workersShareTheirQuotas))
+export const AppConfigShape = EnvironmentShape.pipe(
+  Config.flatMap(workersShareTheirQuotas),
+  Config.flatMap(directUrlNeedsDatabaseUrl)
+)
+
+/** Named prepared statements: as configured, else only when no transaction pooler is declared. */
+export const usesPreparedStatements = (config: AppConfigValues): boolean =>
+  Option.getOrElse(config.databasePreparedStatements, () => Option.isNone(config.databaseDirectUrl))
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigValues>()("@petstore/server/AppConfig") {
   /** For tests: the defaults, with some values replaced. */
@@ -140,6 +175,11 @@ export const describeConfig = (config: AppConfigValues) =>
       onNone: () => "<unset: embedded PGlite>",
       onSome: (url) => maskUrl(Redacted.value(url))
     }),
+    databaseDirectUrl: Option.match(config.databaseDirectUrl, {
+      onNone: () => "<unset: no transaction pooler declared>",
+      onSome: (url) => maskUrl(Redacted.value(url))
+    }),
+    databasePreparedStatements: usesPreparedStatements(config) ? "named (prepared)" : "unnamed",
     publicBaseUrl: Option.match(config.publicBaseUrl, { onNone: () => "<from request>", onSome: String }),
     openApiServers: Option.getOrElse(config.openApiServers, () => "<PUBLIC_BASE_URL/v1, else the served origin>"),
     quotaStore: Option.getOrElse(config.quotaStore, () => "<by DATABASE_URL>"),
@@ -147,15 +187,8 @@ export const describeConfig = (config: AppConfigValues) =>
     otlpEndpoint: Option.match(config.otlpEndpoint, { onNone: () => "<unset: no traces>", onSome: String })
   }) satisfies { readonly [K in keyof AppConfigValues]: string | number | boolean }
 
-const maskUrl = (url: string) => {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password) parsed.password = "***"
-    return parsed.toString()
-  } catch {
-    return "<unparseable>"
-  }
-}
+/** The password masked; by pattern, since a multi-host URL (`h1:5432,h2:5432`) is no WHATWG URL. */
+const maskUrl = (url: string) => url.replace(/^([a-z]+:\/\/[^:@/]*:)[^@/]*@/i, "$1***@")
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 

@@ -6,6 +6,7 @@ import { Cause, ConfigProvider, Effect, Exit, Layer, Runtime } from "effect"
 import cluster from "node:cluster"
 import { stopWithPrimary, superviseWorkers } from "./cluster.ts"
 import { AppConfig, AppConfigShape, formatConfigError, withSecretFiles } from "./config.ts"
+import { applyMigrations, openDrivers } from "./db/Database.ts"
 import { checkListeners, ServerLive } from "./server.ts"
 
 /** One line naming the cause, for the operator; no stack trace, which would only bury it. */
@@ -17,7 +18,21 @@ const stop = (exitCode: number, line: string) =>
 
 const refuseToStart = (line: string) => stop(2, `invalid configuration: ${line}`)
 
-const main = Effect.gen(function*() {
+/**
+ * `main.js migrate` (`pnpm migrate`): applies pending migrations through
+ * DATABASE_DIRECT_URL, else DATABASE_URL (else the embedded database), and
+ * exits 0 with one line, or 1 with one line naming the cause.
+ */
+const migrateCommand = Effect.gen(function*() {
+  const config = yield* AppConfigShape
+  const applied = yield* Effect.scoped(Effect.flatMap(openDrivers(config, "migrate"), (drivers) => applyMigrations(config, drivers)))
+  process.stdout.write(`petstore: migrations applied: ${applied.join(", ") || "none pending"}\n`)
+}).pipe(
+  Effect.catchTag("ConfigError", (error) => stop(1, `cannot migrate: invalid configuration: ${formatConfigError(error)}`)),
+  Effect.catchTag("StartupError", (error) => stop(1, `cannot migrate: ${error.message}`))
+)
+
+const serve = Effect.gen(function*() {
   const config = yield* AppConfigShape
   // Workers share the ports through the primary, which has checked them already.
   if (cluster.isPrimary) yield* checkListeners(config)
@@ -25,7 +40,6 @@ const main = Effect.gen(function*() {
   if (cluster.isWorker) stopWithPrimary()
   return yield* Layer.launch(ServerLive.pipe(Layer.provide(Layer.succeed(AppConfig, config))))
 }).pipe(
-  Effect.provideService(ConfigProvider.ConfigProvider, withSecretFiles(ConfigProvider.fromEnv())),
   Effect.catchTag("ConfigError", (error) => refuseToStart(formatConfigError(error))),
   Effect.catchTag("StartupError", (error) => stop(1, `cannot start: ${error.message}`))
 )
@@ -34,4 +48,11 @@ const main = Effect.gen(function*() {
 const teardown: Runtime.Teardown = (exit, onExit) =>
   Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
 
-NodeRuntime.runMain(main, { teardown })
+const command = process.argv[2]
+if (command !== undefined && command !== "migrate") {
+  process.stderr.write(`petstore: unknown command ${JSON.stringify(command)}: run with no argument to serve, or \`migrate\`\n`)
+  process.exit(2)
+}
+// Both commands read secrets from files (`ADMIN_TOKEN_FILE`, `DATABASE_URL_FILE`, …) as from the environment.
+const withSecrets = Effect.provideService(ConfigProvider.ConfigProvider, withSecretFiles(ConfigProvider.fromEnv()))
+NodeRuntime.runMain(withSecrets(command === "migrate" ? migrateCommand : serve), { teardown })

@@ -27,7 +27,11 @@ describe("bad configuration stops the server at start-up", () => {
     ["LOG_LEVEL", "loud"],
     ["TRUST_PROXY", "yes"],
     ["TRUST_PROXY", "10.0.0.0/33"],
-    ["TRUST_PROXY", "proxy.example"]
+    ["TRUST_PROXY", "proxy.example"],
+    ["DATABASE_POOL_SIZE", "0"],
+    ["DATABASE_POOL_SIZE", "101"],
+    ["DATABASE_DIRECT_URL", "postgres://localhost/db"],
+    ["DATABASE_PREPARED_STATEMENTS", "sometimes"]
   ])("%s=%s: exits 2 with one line naming the variable", (name, value) => {
     const result = start({ [name]: value })
     expect(result.status).toBe(2)

@@ -27,6 +27,8 @@ const osUser = (name: string): { uid: number; gid: number } | undefined => {
 }
 
 export interface PostgresCluster {
+  /** The cluster's directory (its data directory is `data` in it, its socket is in it). */
+  readonly dir: string
   /** `postgres://postgres@address:port/<database>`: trust authentication, for the test network only. */
   readonly url: (database: string) => string
   readonly address: string
@@ -49,6 +51,10 @@ export interface PostgresClusterOptions {
   readonly namespace?: string
   /** Extra `postgresql.conf` lines. */
   readonly settings?: ReadonlyArray<string>
+  /** `pg_hba.conf` lines in place of trust for `allow` (the socket stays trusted). */
+  readonly hba?: ReadonlyArray<string>
+  /** Files to put beside the data directory before it starts (certificates), owned by the server's OS user, mode 0600. */
+  readonly files?: Readonly<Record<string, string>>
 }
 
 /**
@@ -112,8 +118,12 @@ export const startPostgresCluster = async (options: PostgresClusterOptions): Pro
     )
     writeFileSync(
       join(dataDir, "pg_hba.conf"),
-      ["local all all trust", `host all all ${options.allow} trust`].join("\n") + "\n"
+      ["local all all trust", ...(options.hba ?? [`host all all ${options.allow} trust`])].join("\n") + "\n"
     )
+    for (const [name, content] of Object.entries(options.files ?? {})) {
+      writeFileSync(join(dataDir, name), content, { mode: 0o600 })
+      chownSync(join(dataDir, name), owner.uid, owner.gid)
+    }
     await start()
   } catch (error) {
     process.off("exit", removeDir)
@@ -121,6 +131,7 @@ export const startPostgresCluster = async (options: PostgresClusterOptions): Pro
     throw error
   }
   return {
+    dir,
     url: (database) => `postgres://postgres@${options.address}:${port}/${database}`,
     address: options.address,
     port,

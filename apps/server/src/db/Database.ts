@@ -48,11 +48,12 @@
  * PGlite `SqlClient` exists for Effect 4.
  */
 import { Context, Effect, Layer, Option, Redacted, type Scope } from "effect"
-import { AppConfig } from "../config.ts"
-import { measureQuery } from "../observability/metrics.ts"
-import { DatabaseError, isOpenFailure, QueryTimeout } from "./DatabaseError.ts"
+import { AppConfig, type AppConfigValues, StartupError, usesPreparedStatements } from "../config.ts"
+import { measureQuery, recordConnectionClosedUnsafe, recordStatementTimeout } from "../observability/metrics.ts"
+import { connectionSettings } from "./connectionSettings.ts"
+import { DatabaseError, QueryTimeout } from "./DatabaseError.ts"
 import type { Driver } from "./Driver.ts"
-import { migrate } from "./migrate.ts"
+import { knownVersion, migrate, migrationName, readSchemaState } from "./migrate.ts"
 import { pgliteDriver } from "./pgliteDriver.ts"
 import { postgresDriver } from "./postgresDriver.ts"
 import type { Statement } from "./sql.ts"
@@ -60,6 +61,132 @@ import { migrationsRefused, pgliteOpenFailure, postgresOpenFailure, prepareDataD
 
 /** No request waits on the database longer than this; it gets a 503 instead. */
 export const QUERY_TIMEOUT_MILLIS = 5_000
+
+/** The command that applies migrations, as the one-line refusals name it. */
+export const MIGRATE_COMMAND = "`pnpm migrate` (in the image: `node apps/server/dist/main.js migrate`)"
+
+interface Drivers {
+  /** DATABASE_URL's (a transaction pooler's, when DATABASE_DIRECT_URL is set), or PGlite. */
+  readonly main: Driver
+  /** DATABASE_DIRECT_URL's, for what needs a session: LISTEN and migrations. */
+  readonly direct: Option.Option<Driver>
+  /** The variable naming the database migrations and the schema version are read through. */
+  readonly schemaVariable: string
+}
+
+/**
+ * Opens the configured database: postgres.js pools when `DATABASE_URL` is set
+ * (connecting lazily), else PGlite. Closed with the scope.
+ */
+export const openDrivers = Effect.fnUntraced(function*(config: AppConfigValues, role: "serve" | "migrate") {
+  const context = yield* Effect.context<never>()
+  const url = Option.map(config.databaseUrl, Redacted.value)
+  const directUrl = Option.map(config.databaseDirectUrl, Redacted.value)
+  const dataDir = config.dataDir === ":memory:" ? undefined : config.dataDir
+  if (Option.isNone(url) && dataDir !== undefined) yield* prepareDataDir(dataDir)
+  const open = (make: () => Promise<Driver> | Driver, onFailure: (cause: unknown) => StartupError) =>
+    Effect.acquireRelease(
+      Effect.tryPromise({ try: async () => make(), catch: (cause) => cause instanceof StartupError ? cause : onFailure(cause) }),
+      (driver) => Effect.promise(() => driver.close().catch(() => undefined))
+    )
+  const onConnectionClosed = (reason: string) => recordConnectionClosedUnsafe(context, reason)
+  const main = yield* open(
+    () =>
+      Option.match(url, {
+        onSome: (url) =>
+          postgresDriver(connectionSettings("DATABASE_URL", url), {
+            // Migrating needs one connection; serving, the pool operators sized.
+            poolSize: role === "migrate" ? 1 : config.databasePoolSize,
+            prepare: usesPreparedStatements(config),
+            silenceMillis: role === "migrate" ? 0 : QUERY_TIMEOUT_MILLIS,
+            onConnectionClosed
+          }),
+        onNone: () => pgliteDriver(dataDir)
+      }),
+    (cause) => pgliteOpenFailure(config.dataDir, cause)
+  )
+  const direct = Option.isNone(directUrl) ? Option.none<Driver>() : Option.some(
+    yield* open(
+      () =>
+        // LISTEN holds its own connection (postgres.js makes one); migrations take one more, once.
+        postgresDriver(connectionSettings("DATABASE_DIRECT_URL", directUrl.value), {
+          poolSize: 1,
+          prepare: true,
+          // Migrations may wait on a lock, and a listening connection owes nothing while it waits.
+          silenceMillis: 0,
+          onConnectionClosed
+        }),
+      (cause) => new StartupError({ message: `DATABASE_DIRECT_URL: ${String(cause)}` })
+    )
+  )
+  return { main, direct, schemaVariable: Option.isSome(direct) ? "DATABASE_DIRECT_URL" : "DATABASE_URL" } satisfies Drivers
+})
+
+/** Where migrations run: the direct connection when there is one. */
+const schemaDriver = (drivers: Drivers) => Option.getOrElse(drivers.direct, () => drivers.main)
+
+const configuredUrl = (config: AppConfigValues, variable: string) =>
+  Option.map(variable === "DATABASE_DIRECT_URL" ? config.databaseDirectUrl : config.databaseUrl, Redacted.value)
+
+/** A failure to read or change the schema, in an operator's words: cannot connect (TLS, refused, …), or refused. */
+const schemaFailure = (config: AppConfigValues, drivers: Drivers, cause: unknown) =>
+  Option.match(configuredUrl(config, drivers.schemaVariable), {
+    onNone: () => migrationsRefused(cause),
+    onSome: (url) => postgresOpenFailure(drivers.schemaVariable, url, cause) ?? migrationsRefused(cause)
+  })
+
+/**
+ * Applies pending migrations: `pnpm migrate`, and start-up when allowed.
+ * Returns the migrations applied, as `<version>_<name>`.
+ */
+export const applyMigrations = Effect.fnUntraced(function*(config: AppConfigValues, drivers: Drivers) {
+  return yield* Effect.tryPromise({
+    try: () => migrate(schemaDriver(drivers)),
+    catch: (cause) => schemaFailure(config, drivers, cause)
+  })
+})
+
+/**
+ * The schema at start-up. Its version is read first, which needs only SELECT:
+ * - current: serve;
+ * - migrations pending: apply them when `MIGRATE_ON_START` (the default) and
+ *   the role may; otherwise stop with one line naming the pending version and the command;
+ * - migrations this release does not know (a newer release's hosts migrated it,
+ *   during a rolling upgrade): serve, and say so. Migrations only add to the
+ *   schema what the release before them can ignore (README, "Roles and migrations").
+ */
+const prepareSchema = Effect.fnUntraced(function*(config: AppConfigValues, drivers: Drivers) {
+  const driver = schemaDriver(drivers)
+  const state = yield* Effect.tryPromise({
+    try: () => readSchemaState(driver),
+    catch: (cause) => schemaFailure(config, drivers, cause)
+  })
+  if (state.unknown.length > 0) {
+    yield* Effect.logWarning("the schema is newer than this server: serving with it").pipe(
+      Effect.annotateLogs({ unknownMigrations: state.unknown.join(","), newestKnown: knownVersion })
+    )
+  }
+  if (state.pending.length === 0) return []
+  const pendingLine = `migration ${migrationName(state.pending[0]!)}${
+    state.pending.length > 1 ? ` and ${state.pending.length - 1} more` : ""
+  } pending`
+  if (!config.migrateOnStart) {
+    return yield* new StartupError({
+      message: `${pendingLine}, and MIGRATE_ON_START=false: apply it with ${MIGRATE_COMMAND} first`
+    })
+  }
+  return yield* Effect.tryPromise({
+    try: () => migrate(driver),
+    catch: (cause) =>
+      (cause as { code?: unknown }).code === "42501"
+        ? new StartupError({
+          message: `${pendingLine}, and this role may not apply it (${
+            cause instanceof Error ? cause.message : String(cause)
+          }): apply it with ${MIGRATE_COMMAND} as the schema's owner`
+        })
+        : schemaFailure(config, drivers, cause)
+  })
+})
 
 export class Database extends Context.Service<Database, {
   readonly kind: Driver["kind"]
@@ -72,50 +199,40 @@ export class Database extends Context.Service<Database, {
 }>()("@petstore/server/db/Database") {
   /**
    * PostgreSQL when `DATABASE_URL` is set, otherwise PGlite under `DATA_DIR`.
-   * The schema is migrated before the layer is ready.
+   * The schema is checked (and migrated, when allowed) before the layer is ready.
    */
   static readonly layer = Layer.effect(
     Database,
     Effect.gen(function*() {
       const config = yield* AppConfig
-      const url = Option.map(config.databaseUrl, Redacted.value)
-      const dataDir = config.dataDir === ":memory:" ? undefined : config.dataDir
-      if (Option.isNone(url) && dataDir !== undefined) yield* prepareDataDir(dataDir)
-      const driver = yield* Effect.acquireRelease(
-        Effect.tryPromise({
-          try: () =>
-            Option.match(url, {
-              onSome: (url) => Promise.resolve(postgresDriver(url)),
-              onNone: () => pgliteDriver(dataDir)
-            }),
-          catch: (cause) => pgliteOpenFailure(config.dataDir, cause)
-        }),
-        (driver) => Effect.promise(() => driver.close().catch(() => undefined))
-      )
+      const drivers = yield* openDrivers(config, "serve")
       // postgres.js connects on the first statement: a database that cannot be reached or entered fails here.
-      const applied = yield* Effect.tryPromise({
-        try: () => migrate(driver),
-        catch: (cause) =>
-          Option.isSome(url) && isOpenFailure(cause) ? postgresOpenFailure(url.value, cause) : migrationsRefused(cause)
-      })
+      const applied = yield* prepareSchema(config, drivers)
+      const { main } = drivers
       yield* Effect.logInfo("database ready").pipe(
-        Effect.annotateLogs({ store: driver.kind, migrationsApplied: applied.join(",") || "none" })
+        Effect.annotateLogs({ store: main.kind, migrationsApplied: applied.join(",") || "none" })
       )
+      // LISTEN needs a session: the direct connection's, when DATABASE_URL is a transaction pooler.
+      const listener = Option.getOrElse(drivers.direct, () => main)
       return Database.of({
-        kind: driver.kind,
+        kind: main.kind,
         query: <Row>(statement: Statement) =>
           measureQuery(Effect.tryPromise({
-            try: () => driver.query(statement.text, statement.values) as Promise<ReadonlyArray<Row>>,
+            try: () => main.query(statement.text, statement.values) as Promise<ReadonlyArray<Row>>,
             catch: (cause) => new DatabaseError({ cause })
           })).pipe(
             Effect.timeoutOrElse({
               duration: QUERY_TIMEOUT_MILLIS,
-              orElse: () => Effect.fail(new DatabaseError({ cause: new QueryTimeout(QUERY_TIMEOUT_MILLIS) }))
+              orElse: () =>
+                Effect.andThen(
+                  recordStatementTimeout,
+                  Effect.fail(new DatabaseError({ cause: new QueryTimeout(QUERY_TIMEOUT_MILLIS) }))
+                )
             })
           ),
         listen: (channel, onNotify) =>
           Effect.asVoid(Effect.acquireRelease(
-            Effect.tryPromise({ try: () => driver.listen(channel, onNotify), catch: (cause) => new DatabaseError({ cause }) }),
+            Effect.tryPromise({ try: () => listener.listen(channel, onNotify), catch: (cause) => new DatabaseError({ cause }) }),
             (unlisten) => Effect.promise(() => unlisten().catch(() => undefined))
           ))
       })

@@ -1,4 +1,7 @@
 import postgres from "postgres"
+import type { CloseReason } from "./answerWatch.ts"
+import type { ConnectionSettings } from "./connectionSettings.ts"
+import { socketFactory } from "./connections.ts"
 import { type Driver, INT8_OID, parseInt8, type RunQuery } from "./Driver.ts"
 
 /**
@@ -13,20 +16,46 @@ export const RECONNECT_DELAY_CAP_SECONDS = 2
 export const reconnectDelaySeconds = (failures: number) =>
   (0.5 + Math.random() / 2) * Math.min(3 ** failures / 100, RECONNECT_DELAY_CAP_SECONDS)
 
-/** PostgreSQL through postgres.js: a pool of 10 connections, every statement prepared. */
-export const postgresDriver = (url: string): Driver => {
-  const client = postgres(url, {
-    max: 10,
+export interface PostgresDriverOptions {
+  readonly poolSize: number
+  /**
+   * Named prepared statements (parsed once a connection) or unnamed ones (parsed
+   * every time). A transaction pooler hands each transaction any server
+   * connection, where a named statement may not exist: unnamed ones are the safe choice there.
+   */
+  readonly prepare: boolean
+  /** A connection owing an answer this long is closed and replaced; 0: never. */
+  readonly silenceMillis: number
+  readonly onConnectionClosed: (reason: CloseReason) => void
+}
+
+/** PostgreSQL through postgres.js, each connection made by `connections.ts`. */
+export const postgresDriver = (settings: ConnectionSettings, options: PostgresDriverOptions): Driver => {
+  const client = postgres(settings.url, {
+    max: options.poolSize,
+    prepare: options.prepare,
     connect_timeout: 5,
     backoff: reconnectDelaySeconds,
     onnotice: () => {},
-    connection: { application_name: "petstore" },
+    // TLS is made by the socket factory, per `sslmode`.
+    ssl: false,
+    // postgres.js supports the option (src/connection.js), its types do not declare it.
+    ...({
+      socket: socketFactory({
+        settings,
+        silenceMillis: options.silenceMillis,
+        connectTimeoutMillis: 5_000,
+        onClose: options.onConnectionClosed
+      })
+    } as {}),
+    ...(settings.targetSessionAttrs === undefined ? {} : { target_session_attrs: settings.targetSessionAttrs as "primary" }),
+    connection: { application_name: settings.applicationName },
     types: {
       int8: { to: INT8_OID, from: [INT8_OID], serialize: String, parse: parseInt8 }
     }
   })
   const run = (runner: postgres.Sql | postgres.TransactionSql): RunQuery => (text, values) =>
-    runner.unsafe(text, values as Array<postgres.ParameterOrJSON<never>>, { prepare: true })
+    runner.unsafe(text, values as Array<postgres.ParameterOrJSON<never>>, { prepare: options.prepare })
   return {
     kind: "postgres",
     query: run(client),

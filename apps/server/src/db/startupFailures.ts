@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import { accessSync, constants as fsConstants, existsSync, mkdirSync, statSync } from "node:fs"
 import { StartupError } from "../config.ts"
-import { errorCode } from "./DatabaseError.ts"
+import { describeTlsFailure } from "./connections.ts"
+import { errorCode, isOpenFailure } from "./DatabaseError.ts"
 
 /**
  * Why the database could not be opened or migrated at start-up, in the words
@@ -12,20 +13,21 @@ const oneLine = (text: string) => text.replace(/\s*\n\s*/g, " ")
 
 const messageOf = (cause: unknown) => cause instanceof Error ? cause.message : String(cause)
 
-/** Where a `postgres://` URL points, without its credentials: `host:port/database`. */
-const databaseTarget = (url: string) => {
-  const parsed = URL.parse(url)
-  return parsed === null ? "DATABASE_URL" : `${parsed.hostname}:${parsed.port || "5432"}${parsed.pathname}`
-}
+/** Where a `postgres://` URL points, without its credentials or parameters: `host:port/database` (or several hosts). */
+const databaseTarget = (url: string) => url.replace(/^[a-z]+:\/\/(?:[^@/]*@)?/i, "").replace(/\?.*$/, "")
 
 /**
  * PostgreSQL could not be reached or entered. The server's own messages (`role
  * "x" does not exist`, `database "x" does not exist`, a failed password) are
  * already such words; socket errors are not.
  */
-export const postgresOpenFailure = (url: string, cause: unknown) => {
+export const postgresOpenFailure = (variable: string, url: string, cause: unknown): StartupError | undefined => {
+  const tls = describeTlsFailure(cause)
+  if (tls === undefined && !isOpenFailure(cause)) return undefined
   const code = errorCode(cause)
-  const reason = code === "ECONNREFUSED"
+  const reason = tls !== undefined
+    ? tls
+    : code === "ECONNREFUSED"
     ? "connection refused: is PostgreSQL running there?"
     : code === "ENOTFOUND" || code === "EAI_AGAIN"
     ? "unknown host"
@@ -34,7 +36,7 @@ export const postgresOpenFailure = (url: string, cause: unknown) => {
     : cause instanceof Error && cause.message !== ""
     ? cause.message
     : String(code ?? cause)
-  return new StartupError({ message: `DATABASE_URL (${databaseTarget(url)}): ${reason}` })
+  return new StartupError({ message: `${variable} (${databaseTarget(url)}): ${oneLine(reason)}` })
 }
 
 /** PGlite could not open its files (`DATA_DIR` was checked first, so this is rare: a damaged or foreign directory). */

@@ -17,11 +17,19 @@ const quotaStoreDuration = Metric.histogram("quota_store_duration_seconds", {
   boundaries: latencyBoundaries
 })
 const databaseQueriesInFlight = Metric.gauge("database_queries_in_flight", {
-  description: "Queries sent to the database and not yet answered (the pool holds 10 connections)"
+  description: "Queries sent to the database and not yet answered (the pool holds DATABASE_POOL_SIZE connections)"
 })
 const databaseQueryDuration = Metric.histogram("database_query_duration_seconds", {
   description: "Round trip of one database statement",
   boundaries: latencyBoundaries
+})
+
+const databaseConnectionsClosed = Metric.counter("database_connections_closed_total", {
+  description: "Connections to PostgreSQL the server closed itself, by reason: silent (an answer owed did not come in time) " +
+    "or out_of_protocol (an answer nothing had asked for)"
+})
+const databaseTimeouts = Metric.counter("database_statement_timeouts_total", {
+  description: "Statements given up after the query timeout (the request got a 503)"
 })
 
 /** Attributed metrics are made once per attribute set: requests reuse them. */
@@ -59,6 +67,14 @@ export const recordQuotaRefusal = (plan: string, reason: "rate_limited" | "api_k
 
 export const recordQuotaStoreDuration = (store: string, seconds: number) =>
   Metric.update(storeDurationBy(store), seconds)
+
+const connectionsClosedBy = memo((reason) => Metric.withAttributes(databaseConnectionsClosed, { reason }))
+
+/** Counts a connection the server closed, from outside any fiber (a socket's timer), with the context the database layer was built in. */
+export const recordConnectionClosedUnsafe = (context: Context.Context<never>, reason: string) =>
+  connectionsClosedBy(reason).updateUnsafe(1, context)
+
+export const recordStatementTimeout = Metric.update(databaseTimeouts, 1)
 
 /** Wraps one database statement: counts it in flight and times its round trip. */
 export const measureQuery = <A, E, R>(query: Effect.Effect<A, E, R>) =>

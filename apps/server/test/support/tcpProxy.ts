@@ -16,12 +16,19 @@ export interface TcpProxy {
   readonly close: () => Promise<void>
   /** Connections accepted since the proxy started. */
   readonly accepted: () => number
+  /**
+   * The next bytes PostgreSQL sends, on whichever connection, are dropped, and
+   * so is everything after them on that connection, which stays open: an answer
+   * swallowed by a network or a proxy, with nothing to tell the driver.
+   */
+  readonly swallowNextAnswer: () => void
 }
 
 export const startTcpProxy = async (target: { host: string; port: number }): Promise<TcpProxy> => {
   const sockets = new Set<Socket>()
   let mode: "forward" | "refuse" | "blackhole" = "forward"
   let acceptedCount = 0
+  let swallowNext = false
   let port = 0
 
   const track = (socket: Socket) => {
@@ -42,8 +49,10 @@ export const startTcpProxy = async (target: { host: string; port: number }): Pro
     client.on("data", (chunk) => {
       if (mode === "forward") upstream.write(chunk)
     })
+    let muted = false
     upstream.on("data", (chunk) => {
-      if (mode === "forward") client.write(chunk)
+      if (swallowNext) [swallowNext, muted] = [false, true]
+      if (mode === "forward" && !muted) client.write(chunk)
     })
   }
 
@@ -71,6 +80,9 @@ export const startTcpProxy = async (target: { host: string; port: number }): Pro
       return port
     },
     accepted: () => acceptedCount,
+    swallowNextAnswer: () => {
+      swallowNext = true
+    },
     cut: async (how) => {
       mode = how
       if (how === "refuse") await stopListening()

@@ -15,17 +15,23 @@ export interface RealServer {
  * run it: its own process, on PGlite in memory or a fresh PostgreSQL database.
  * The suite itself only ever talks HTTP to it.
  */
-export const startRealServer = async (backend: "pglite" | "postgres"): Promise<RealServer> => {
+/** How a PostgreSQL run reaches its fresh database: a pooler in front of it, another role; undone after the run. */
+export type Deployment = (databaseUrl: string) => Promise<{ readonly env: Record<string, string>; readonly undo: () => Promise<void> }>
+
+export const startRealServer = async (backend: "pglite" | "postgres", deployment?: Deployment): Promise<RealServer> => {
   if (backend === "postgres" && postgresAdminUrl === undefined) {
     throw new Error("CI=true but DATABASE_URL is not set: the PostgreSQL run of the conformance suite cannot run")
   }
   const database: TestDatabase | undefined = backend === "postgres"
     ? await createTestDatabase(postgresAdminUrl!, "petstore_conformance")
     : undefined
+  let deployed: Awaited<ReturnType<Deployment>> | undefined
   try {
+    deployed = database === undefined || deployment === undefined ? undefined : await deployment(database.url)
     const started = await startServerProcess({
       DATA_DIR: ":memory:",
-      ...(database === undefined ? {} : { DATABASE_URL: database.url })
+      ...(database === undefined ? {} : { DATABASE_URL: database.url }),
+      ...deployed?.env
     })
     return {
       baseUrl: `${started.origin}/v1`,
@@ -33,10 +39,12 @@ export const startRealServer = async (backend: "pglite" | "postgres"): Promise<R
       output: started.server.output,
       stop: async () => {
         await started.server.stop()
+        await deployed?.undo()
         await database?.drop()
       }
     }
   } catch (error) {
+    await deployed?.undo()
     await database?.drop()
     throw error
   }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type Plan, runSuite } from "../../src/index.ts"
 import { failures, idsWith } from "./keys.ts"
-import { type RealServer, startRealServer } from "./realServer.ts"
+import { type Deployment, type RealServer, startRealServer } from "./realServer.ts"
 
 /**
  * The whole suite against the real server with two keys of every plan, the
@@ -9,11 +9,11 @@ import { type RealServer, startRealServer } from "./realServer.ts"
  * staff key for the store checks: every check passes, only the daily ones
  * (which need --daily) are skipped.
  */
-export const conformsOn = (backend: "pglite" | "postgres") => {
+export const conformsOn = (backend: "pglite" | "postgres", deployment?: Deployment) => {
   let server: RealServer | undefined
   beforeAll(async () => {
-    server = await startRealServer(backend)
-  })
+    server = await startRealServer(backend, deployment)
+  }, 180_000)
   afterAll(() => server?.stop())
 
   it("passes every check of the suite with keys of every plan", async () => {
