@@ -1,5 +1,6 @@
 export * from "./AdminApi.ts"
 export * from "./ApiError.ts"
+export * from "./Event.ts"
 export * from "./Client.ts"
 export * from "./Middleware.ts"
 export * from "./Order.ts"

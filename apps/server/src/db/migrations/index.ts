@@ -7,6 +7,7 @@ import quotaWindowsOnlyMoveForward from "./0006_quota_windows_only_move_forward.
 import apiKeyRoles from "./0007_api_key_roles.ts"
 import petVersions from "./0008_pet_versions.ts"
 import createOrders from "./0009_create_orders.ts"
+import createEvents from "./0012_create_events.ts"
 
 export interface Migration {
   /** Versions only grow; a released migration is never edited, a new one is added. */
@@ -24,5 +25,6 @@ export const migrations: ReadonlyArray<Migration> = [
   quotaWindowsOnlyMoveForward,
   apiKeyRoles,
   petVersions,
-  createOrders
+  createOrders,
+  createEvents
 ]
