@@ -73,6 +73,18 @@ for (const backend of backends) {
 
       const attempts = await api((client) => client.listWebhookAttempts(endpoint.id))
       expect(attempts.filter((attempt) => attempt.outcome === "succeeded").length).toBeGreaterThanOrEqual(2)
+
+      // The operator sees the key's endpoints (never the secret), and the deliveries in the metrics.
+      const adminView = await fetch(`${server.adminUrl}/admin/keys/${customer.id}/webhook-endpoints`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` }
+      })
+      const adminText = await adminView.text()
+      expect(adminView.status, adminText).toBe(200)
+      expect(JSON.parse(adminText)).toMatchObject([{ id: endpoint.id, url: receiver.url, enabled: true }])
+      expect(adminText).not.toContain(endpoint.secret)
+      const metrics = await (await fetch(`${server.adminUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text()
+      expect(metrics).toMatch(/webhook_deliveries_total\{[^}]*outcome="succeeded"[^}]*\} [1-9]/)
+      expect(metrics).toMatch(/webhook_delivery_lag_seconds_count(\{[^}]*\})? [1-9]/)
     })
 
     it("test events, redeliveries with the same webhook-id, and both signatures while a rotated secret overlaps", async () => {
