@@ -406,4 +406,5 @@ const report = (input: {
 }
 
 if (process.argv.includes("--growth")) await import("./growth.ts")
+else if (process.argv.includes("--webhooks")) await import("./webhooks.ts")
 else await main()

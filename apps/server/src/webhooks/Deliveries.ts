@@ -2,7 +2,7 @@ import type { Event } from "@petstore/contract"
 import { Context, Effect, Layer, Option } from "effect"
 import { Database } from "../db/Database.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
-import { sql } from "../db/sql.ts"
+import { arrayLiteral, sql } from "../db/sql.ts"
 import { type EventRow, toEvent } from "../events/Events.ts"
 import { traced } from "../observability/spans.ts"
 
@@ -40,6 +40,12 @@ export type AttemptOutcome =
   | { readonly _tag: "GiveUp" }
   | { readonly _tag: "Disable"; readonly reason: string }
 
+export interface FinishedAttempt {
+  readonly delivery: ClaimedDelivery
+  readonly record: AttemptRecord
+  readonly outcome: AttemptOutcome
+}
+
 export interface AttemptView {
   readonly eventId: string
   readonly attempt: number
@@ -70,12 +76,8 @@ interface ClaimRow extends EventRow {
 export class Deliveries extends Context.Service<Deliveries, {
   /** Claims up to `limit` due deliveries for `LEASE_MILLIS`, skipping those another process holds. */
   readonly claim: (now: Date, limit: number) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, DatabaseError>
-  /** Records an attempt and what follows it, in one statement. */
-  readonly finish: (
-    delivery: ClaimedDelivery,
-    record: AttemptRecord,
-    outcome: AttemptOutcome
-  ) => Effect.Effect<void, DatabaseError>
+  /** Records a batch's attempts and what follows each, in one statement. */
+  readonly finish: (finished: ReadonlyArray<FinishedAttempt>) => Effect.Effect<void, DatabaseError>
   /** Queues a `webhook.test` event for one endpoint of the key; none when the key has no such endpoint. */
   readonly queueTest: (apiKeyId: string, endpointId: string) => Effect.Effect<Option.Option<string>, DatabaseError>
   /** Queues an event the key can see for one of its endpoints again; false when either is not the key's. */
@@ -127,30 +129,46 @@ export class Deliveries extends Context.Service<Deliveries, {
         }))
       }, traced("Deliveries.claim"))
 
-      const finish = Effect.fnUntraced(function*(delivery: ClaimedDelivery, record: AttemptRecord, outcome: AttemptOutcome) {
-        const succeeded = outcome._tag === "Succeeded"
-        const retryAt = outcome._tag === "Retry" ? outcome.at.toISOString() : null
-        const disable = outcome._tag === "Disable" ? outcome.reason : null
+      // A whole batch's outcomes in one statement: the attempts, the queue's retries and removals, and each
+      // endpoint's failure record (a success clears it; a disabling drops the endpoint's queue).
+      const finish = Effect.fnUntraced(function*(finished: ReadonlyArray<FinishedAttempt>) {
+        if (finished.length === 0) return
+        const column = <A extends string | number | boolean | null>(pick: (f: FinishedAttempt) => A) => arrayLiteral(finished.map(pick))
         yield* db.query(sql`
-          WITH attempt AS (
+          WITH input AS (
+            SELECT * FROM unnest(
+              ${column((f) => f.delivery.messageId)}::bigint[],
+              ${column((f) => f.delivery.endpointId)}::text[],
+              ${column((f) => f.delivery.event.id)}::text[],
+              ${column((f) => f.delivery.attempt)}::integer[],
+              ${column((f) => f.record.attemptedAt.toISOString())}::timestamptz[],
+              ${column((f) => f.outcome._tag === "Succeeded" ? "succeeded" : "failed")}::text[],
+              ${column((f) => f.record.statusCode)}::integer[],
+              ${column((f) => f.record.latencyMs)}::integer[],
+              ${column((f) => f.record.error)}::text[],
+              ${column((f) => f.outcome._tag === "Retry" ? f.outcome.at.toISOString() : null)}::timestamptz[],
+              ${column((f) => f.outcome._tag === "Disable" ? f.outcome.reason : null)}::text[]
+            ) AS i(message_id, endpoint_id, event_id, attempt, attempted_at, outcome, status_code, latency_ms, error, retry_at, disable)
+          ), attempt AS (
             INSERT INTO webhook_attempts (endpoint_id, event_id, attempt, attempted_at, outcome, status_code, latency_ms, error, next_attempt_at)
-            VALUES (${delivery.endpointId}, ${delivery.event.id}, ${delivery.attempt}::integer,
-              ${record.attemptedAt.toISOString()}::timestamptz, ${succeeded ? "succeeded" : "failed"},
-              ${record.statusCode}::integer, ${record.latencyMs}::integer, ${record.error}::text, ${retryAt}::timestamptz)
-          ), message AS (
-            UPDATE webhook_messages SET next_attempt_at = ${retryAt}::timestamptz
-            WHERE id = ${delivery.messageId}::bigint AND ${retryAt}::timestamptz IS NOT NULL
+            SELECT i.endpoint_id, i.event_id, i.attempt, i.attempted_at, i.outcome, i.status_code, i.latency_ms, i.error, i.retry_at
+            FROM input AS i JOIN webhook_endpoints AS e ON e.id = i.endpoint_id
+          ), retried AS (
+            UPDATE webhook_messages AS m SET next_attempt_at = i.retry_at
+            FROM input AS i WHERE m.id = i.message_id AND i.retry_at IS NOT NULL
           ), done AS (
-            DELETE FROM webhook_messages
-            WHERE ${retryAt}::timestamptz IS NULL
-              AND (id = ${delivery.messageId}::bigint OR (${disable}::text IS NOT NULL AND endpoint_id = ${delivery.endpointId}))
+            DELETE FROM webhook_messages AS m USING input AS i
+            WHERE (m.id = i.message_id AND i.retry_at IS NULL) OR (i.disable IS NOT NULL AND m.endpoint_id = i.endpoint_id)
+          ), state AS (
+            SELECT endpoint_id, bool_or(outcome = 'succeeded') AS succeeded,
+              min(attempted_at) FILTER (WHERE outcome = 'failed') AS first_failure, max(disable) AS disable
+            FROM input GROUP BY endpoint_id
           )
-          UPDATE webhook_endpoints SET
-            failing_since = CASE WHEN ${succeeded}::boolean THEN NULL
-              ELSE COALESCE(failing_since, ${record.attemptedAt.toISOString()}::timestamptz) END,
-            enabled = enabled AND ${disable}::text IS NULL,
-            disabled_reason = COALESCE(${disable}::text, disabled_reason)
-          WHERE id = ${delivery.endpointId}`)
+          UPDATE webhook_endpoints AS e SET
+            failing_since = CASE WHEN s.succeeded THEN NULL ELSE COALESCE(e.failing_since, s.first_failure) END,
+            enabled = e.enabled AND s.disable IS NULL,
+            disabled_reason = COALESCE(s.disable, e.disabled_reason)
+          FROM state AS s WHERE e.id = s.endpoint_id`)
       }, traced("Deliveries.finish"))
 
       const queueTest = Effect.fnUntraced(function*(apiKeyId: string, endpointId: string) {

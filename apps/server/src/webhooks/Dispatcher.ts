@@ -2,7 +2,7 @@ import { signWebhook } from "@petstore/contract"
 import { Clock, Context, Effect, Layer, Metric, Option, Schedule } from "effect"
 import { AppConfig } from "../config.ts"
 import { Database } from "../db/Database.ts"
-import { type AttemptOutcome, type ClaimedDelivery, Deliveries } from "./Deliveries.ts"
+import { type AttemptOutcome, type ClaimedDelivery, Deliveries, type FinishedAttempt } from "./Deliveries.ts"
 import { type AddressPolicy, postWebhook, type Resolve, systemResolve, type WebhookResponse } from "./safeRequest.ts"
 import { DISABLE_AFTER_MILLIS, nextDelayMillis, retryAfterMillis } from "./schedule.ts"
 
@@ -15,6 +15,8 @@ export const WebhookResolver = Context.Reference<Resolve>("@petstore/server/webh
 export const CLAIM_BATCH = 16
 /** Without a wake-up, due deliveries (retries, other hosts' events when a NOTIFY was lost) are looked for this often. */
 export const POLL_MILLIS = 1_000
+/** After a wake-up, this long for more work to arrive, so that one claim takes a burst. */
+export const WAKE_COALESCE_MILLIS = 10
 
 const deliveries = Metric.counter("webhook_deliveries_total", {
   description: "Delivery attempts, by outcome (succeeded, retry, gave_up, disabled)"
@@ -90,7 +92,8 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         allowPrivateAddresses: config.webhookAllowPrivateAddresses
       }
 
-      const deliver = Effect.fnUntraced(function*(delivery: ClaimedDelivery) {
+      /** One attempt: the request, and what follows from its answer. Recorded with its batch. */
+      const attempt = Effect.fnUntraced(function*(delivery: ClaimedDelivery) {
         const resolve = yield* WebhookResolver
         const startedMillis = yield* Clock.currentTimeMillis
         const body = JSON.stringify(delivery.event)
@@ -105,12 +108,21 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         const latencyMs = Math.round(performance.now() - started)
         const nowMillis = yield* Clock.currentTimeMillis
         const { outcome, error } = outcomeOf(delivery, nowMillis, answer, Math.random())
-        yield* queue.finish(delivery, {
-          attemptedAt: new Date(startedMillis),
-          statusCode: "response" in answer ? answer.response.status : null,
-          latencyMs,
-          error: error?.slice(0, 500) ?? null
-        }, outcome)
+        const finished: FinishedAttempt = {
+          delivery,
+          record: {
+            attemptedAt: new Date(startedMillis),
+            statusCode: "response" in answer ? answer.response.status : null,
+            latencyMs,
+            error: error?.slice(0, 500) ?? null
+          },
+          outcome
+        }
+        return { finished, nowMillis }
+      })
+
+      const recorded = Effect.fnUntraced(function*({ finished, nowMillis }: { finished: FinishedAttempt; nowMillis: number }) {
+        const { delivery, outcome } = finished
         yield* Metric.update(Metric.withAttributes(deliveries, { outcome: outcomeName(outcome) }), 1)
         if (outcome._tag === "Succeeded") {
           yield* Metric.update(deliveryLag, Math.max(0, nowMillis - delivery.occurredAt.getTime()) / 1000)
@@ -121,31 +133,18 @@ export class Dispatcher extends Context.Service<Dispatcher, {
             Effect.annotateLogs({ endpointId: delivery.endpointId, reason: outcome.reason })
           )
         }
-        yield* Effect.logDebug("webhook delivery").pipe(Effect.annotateLogs({
-          endpointId: delivery.endpointId,
-          eventId: delivery.event.id,
-          attempt: delivery.attempt,
-          status: "response" in answer ? answer.response.status : "none",
-          outcome: outcomeName(outcome),
-          error: error ?? "none"
-        }))
-      }, (effect, delivery) =>
-        effect.pipe(
-          // The endpoint may be deleted mid-attempt (its row, and the attempt's reference, are gone): nothing to record.
-          Effect.catch((error) =>
-            Effect.logWarning("webhook delivery not recorded").pipe(
-              Effect.annotateLogs({ endpointId: delivery.endpointId, eventId: delivery.event.id, cause: String(error) })
-            )
-          )
-        ))
+      })
 
       const runOnce = Effect.gen(function*() {
         const now = new Date(yield* Clock.currentTimeMillis)
         const claimed = yield* queue.claim(now, CLAIM_BATCH)
-        yield* Effect.forEach(claimed, deliver, { concurrency: "unbounded", discard: true })
+        const attempts = yield* Effect.forEach(claimed, attempt, { concurrency: "unbounded" })
+        // Not recorded (the database went away meanwhile): the leases run out and the deliveries are made again.
+        yield* queue.finish(attempts.map((a) => a.finished))
+        yield* Effect.forEach(attempts, recorded, { discard: true })
         return claimed.length
       }).pipe(
-        Effect.catch((error) => Effect.as(Effect.logWarning("webhook claim failed").pipe(Effect.annotateLogs({ cause: String(error) })), 0))
+        Effect.catch((error) => Effect.as(Effect.logWarning("webhook delivery round failed").pipe(Effect.annotateLogs({ cause: String(error) })), 0))
       )
 
       if (config.webhookDelivery) {
@@ -173,7 +172,11 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         )
         const loop = Effect.gen(function*() {
           const claimed = yield* runOnce
-          if (claimed < CLAIM_BATCH) yield* Effect.race(Effect.sleep(POLL_MILLIS), woken)
+          if (claimed < CLAIM_BATCH) {
+            yield* Effect.race(Effect.sleep(POLL_MILLIS), woken)
+            // A burst of commits wakes once: what they queued is claimed together.
+            yield* Effect.sleep(WAKE_COALESCE_MILLIS)
+          }
         }).pipe(Effect.forever)
         yield* Effect.forkScoped(loop)
         yield* queue.depth.pipe(
