@@ -410,4 +410,5 @@ if (process.argv.includes("--growth")) {
   await import("./quotaGrowth.ts")
 } else if (process.argv.includes("--docs")) await import("./docs.ts")
 else if (process.argv.includes("--pooler")) await import("./pooler.ts")
+else if (process.argv.includes("--webhooks")) await import("./webhooks.ts")
 else await main()

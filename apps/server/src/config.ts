@@ -63,7 +63,11 @@ const EnvironmentShape = Config.all({
   metricsPublic: Config.Boolean("METRICS_PUBLIC").pipe(Config.withDefault(false)),
   otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
   workers: Config.schema(PositiveInt, "WORKERS").pipe(Config.withDefault(1)),
-  shutdownDrainSeconds: Config.schema(NonNegativeInt, "SHUTDOWN_DRAIN_SECONDS").pipe(Config.withDefault(0))
+  shutdownDrainSeconds: Config.schema(NonNegativeInt, "SHUTDOWN_DRAIN_SECONDS").pipe(Config.withDefault(0)),
+  /** Webhooks (README "Events and webhooks"): plain-HTTP URLs, private addresses, and whether this process delivers. */
+  webhookAllowHttp: Config.Boolean("WEBHOOK_ALLOW_HTTP").pipe(Config.withDefault(false)),
+  webhookAllowPrivateAddresses: Config.Boolean("WEBHOOK_ALLOW_PRIVATE_ADDRESSES").pipe(Config.withDefault(false)),
+  webhookDelivery: Config.Boolean("WEBHOOK_DELIVERY").pipe(Config.withDefault(true))
 })
 
 export type AppConfigValues = Config.Success<typeof EnvironmentShape>

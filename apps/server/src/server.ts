@@ -20,6 +20,11 @@ import { PetChanges } from "./pets/PetChanges.ts"
 import { PetCreation } from "./pets/PetCreation.ts"
 import { Pets } from "./pets/Pets.ts"
 import { Quota } from "./quota/Quota.ts"
+import { Events } from "./events/Events.ts"
+import { Deliveries } from "./webhooks/Deliveries.ts"
+import { Dispatcher } from "./webhooks/Dispatcher.ts"
+import { WebhookDesk } from "./webhooks/WebhookDesk.ts"
+import { WebhookEndpoints } from "./webhooks/WebhookEndpoints.ts"
 import { traced } from "./observability/spans.ts"
 
 /** Where the listeners ended up (a port of 0 picks a free one). */
@@ -157,6 +162,9 @@ const Listeners = Layer.effect(
 const Services = Layer.mergeAll(
   Layer.mergeAll(PetCreation.layer, PetChanges.layer, OrderDesk.layer).pipe(
     Layer.provideMerge(Layer.mergeAll(Pets.layer, Orders.layer, IdempotencyKeys.layer))
+  ),
+  Layer.mergeAll(WebhookDesk.layer, Dispatcher.layer).pipe(
+    Layer.provideMerge(Layer.mergeAll(Events.layer, WebhookEndpoints.layer, Deliveries.layer))
   ),
   ApiKeys.layer,
   Quota.layerFromConfig,

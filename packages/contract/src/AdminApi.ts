@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { InvalidRequest, NotFound } from "./ApiError.ts"
 import { displayName } from "./Names.ts"
+import { WebhookEndpoint } from "./EventsApi.ts"
 import { AdminAuth, RequestValidation } from "./Middleware.ts"
 import { Plan, QuotaLimits } from "./Plan.ts"
 import { KeyUsage } from "./RateLimit.ts"
@@ -79,6 +80,12 @@ export class KeysGroup extends HttpApiGroup.make("keys")
     HttpApiEndpoint.post("unbanKey", "/keys/:id/unban", {
       params: keyParams,
       success: HttpApiSchema.NoContent,
+      error: NotFound
+    }),
+    // The key's webhook endpoints as it sees them (never their secrets): whether each is enabled, and why not.
+    HttpApiEndpoint.get("keyWebhookEndpoints", "/keys/:id/webhook-endpoints", {
+      params: keyParams,
+      success: Schema.Array(WebhookEndpoint),
       error: NotFound
     })
   )

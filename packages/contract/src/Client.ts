@@ -2,6 +2,8 @@ import { Context, Effect, Layer, Option, type Redacted, Schema, Stream } from "e
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { AdminApi } from "./AdminApi.ts"
+import type { Event } from "./Event.ts"
+import { type ListEventsQuery, NewWebhookEndpoint, WebhookEndpointPatch } from "./EventsApi.ts"
 import { NewOrder, type Order, type OrderId } from "./Order.ts"
 import { NewPet, type Pet, type PetId, PetPatch } from "./Pet.ts"
 import { type ListOrdersQuery, type ListPetsQuery, PetstoreApi } from "./PetstoreApi.ts"
@@ -30,6 +32,15 @@ export type ListOrdersOptions = typeof ListOrdersQuery.Type
 /** One page of `GET /v1/store/orders`, and the cursor of the next one when more orders follow. */
 export interface OrderPage {
   readonly orders: ReadonlyArray<Order>
+  readonly next: Option.Option<string>
+}
+
+/** `GET /v1/events`'s query: every field optional (`limit` defaults to 20 on the server). */
+export type ListEventsOptions = typeof ListEventsQuery.Type
+
+/** One page of `GET /v1/events`, and the cursor of the next one when more events follow. */
+export interface EventPage {
+  readonly events: ReadonlyArray<Event>
   readonly next: Option.Option<string>
 }
 
@@ -78,7 +89,75 @@ export const makePetstoreClient = Effect.fnUntraced(function*(options: {
     return page
   })
 
+  const listEvents = Effect.fn("PetstoreClient.listEvents")(function*(query: ListEventsOptions = {}) {
+    const { body, headers } = yield* api.events.listEvents({ query })
+    const page: EventPage = { events: body, next: nextCursor(headers.link) }
+    return page
+  })
+
   return {
+    /** Beta. One page of the caller's events, oldest first; `next` continues after it. */
+    listEvents,
+
+    /** Beta. Every event the query matches, page after page. */
+    allEvents: (query: Omit<ListEventsOptions, "cursor"> = {}) =>
+      Stream.paginate(undefined as string | undefined, (cursor) =>
+        listEvents(cursor === undefined ? query : { ...query, cursor }).pipe(
+          Effect.map((page) => [page.events, page.next] as const)
+        )),
+
+    /** Beta. Registers a webhook endpoint; the answer's `secret` is shown this once. */
+    createWebhookEndpoint: Effect.fn("PetstoreClient.createWebhookEndpoint")(function*(
+      endpoint: typeof NewWebhookEndpoint.Encoded
+    ) {
+      const payload = yield* Schema.decodeEffect(NewWebhookEndpoint)(endpoint)
+      return yield* api.webhooks.createWebhookEndpoint({ payload })
+    }),
+
+    /** Beta. The caller's webhook endpoints. */
+    listWebhookEndpoints: Effect.fn("PetstoreClient.listWebhookEndpoints")(function*() {
+      return yield* api.webhooks.listWebhookEndpoints()
+    }),
+
+    /** Beta. One of the caller's webhook endpoints. */
+    getWebhookEndpoint: Effect.fn("PetstoreClient.getWebhookEndpoint")(function*(endpointId: string) {
+      return yield* api.webhooks.getWebhookEndpoint({ params: { endpointId } })
+    }),
+
+    /** Beta. Changes a webhook endpoint; `{ enabled: false }` disables it, `{ enabled: true }` enables it. */
+    updateWebhookEndpoint: Effect.fn("PetstoreClient.updateWebhookEndpoint")(function*(
+      endpointId: string,
+      patch: typeof WebhookEndpointPatch.Encoded
+    ) {
+      const payload = yield* Schema.decodeEffect(WebhookEndpointPatch)(patch)
+      return yield* api.webhooks.updateWebhookEndpoint({ params: { endpointId }, payload })
+    }),
+
+    /** Beta. Deletes a webhook endpoint. */
+    deleteWebhookEndpoint: Effect.fn("PetstoreClient.deleteWebhookEndpoint")(function*(endpointId: string) {
+      yield* api.webhooks.deleteWebhookEndpoint({ params: { endpointId } })
+    }),
+
+    /** Beta. A new signing secret; the old one keeps signing too for 24 hours. */
+    rotateWebhookSecret: Effect.fn("PetstoreClient.rotateWebhookSecret")(function*(endpointId: string) {
+      return yield* api.webhooks.rotateWebhookSecret({ params: { endpointId } })
+    }),
+
+    /** Beta. Queues a `webhook.test` event for the endpoint. */
+    testWebhookEndpoint: Effect.fn("PetstoreClient.testWebhookEndpoint")(function*(endpointId: string) {
+      return yield* api.webhooks.testWebhookEndpoint({ params: { endpointId } })
+    }),
+
+    /** Beta. The endpoint's latest delivery attempts, newest first. */
+    listWebhookAttempts: Effect.fn("PetstoreClient.listWebhookAttempts")(function*(endpointId: string) {
+      return yield* api.webhooks.listWebhookAttempts({ params: { endpointId } })
+    }),
+
+    /** Beta. Queues one of the caller's events for the endpoint again, with the same `webhook-id`. */
+    redeliverWebhookEvent: Effect.fn("PetstoreClient.redeliverWebhookEvent")(function*(endpointId: string, eventId: string) {
+      return yield* api.webhooks.redeliverWebhookEvent({ params: { endpointId }, payload: { eventId } })
+    }),
+
     /** One page of pets in ascending id order; `next` continues after it. */
     listPets,
 

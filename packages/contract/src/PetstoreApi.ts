@@ -12,6 +12,7 @@ import {
   PreconditionFailed,
   ServiceUnavailable
 } from "./ApiError.ts"
+import { documentWebhooks, EventsGroup, WebhooksGroup } from "./EventsApi.ts"
 import { ApiKeyAuth, RequestValidation } from "./Middleware.ts"
 import { describeParameters, documentApi, linkResponse } from "./OpenApiDocument.ts"
 import { NewOrder, Order, OrderId, Orders, OrderStatus } from "./Order.ts"
@@ -374,6 +375,8 @@ export class PetstoreApi extends HttpApi.make("petstore")
   .add(PetsGroup)
   .add(StoreGroup)
   .add(AccountGroup)
+  .add(EventsGroup)
+  .add(WebhooksGroup)
   .prefix(API_BASE_PATH)
   .annotate(HttpApi.ParseOptions, { errors: "all" })
   .annotate(HttpApi.PayloadParseOptions, { errors: "all", onExcessProperty: "error" })
@@ -384,14 +387,14 @@ export class PetstoreApi extends HttpApi.make("petstore")
     description: "Pets available for adoption. Every operation needs `Authorization: Bearer <API_KEY>`, " +
       "and every answer carries the caller's rate-limit headers.",
     license: { name: "MIT", identifier: "MIT" },
-    transform: documentApi({
+    transform: (spec) => documentWebhooks(documentApi({
       basePath: API_BASE_PATH,
       defaultServers: [{ url: API_BASE_PATH, description: "This server: the address this document was served from" }],
       errorSchema: "Error",
       headerNames,
       headers: responseHeaders,
       headersOf
-    })
+    })(spec))
   }))
 {}
 

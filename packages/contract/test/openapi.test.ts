@@ -71,7 +71,25 @@ describe("the OpenAPI document generated from the contract", () => {
   it("marks every new operation, and only those, x-stability: beta, with the Stability header on every answer", () => {
     const beta = operations().filter(({ operation }) => operation["x-stability"] === "beta")
     expect(beta.map(({ operation }) => operation.operationId).sort()).toEqual(
-      ["cancelOrder", "deletePet", "deliverOrder", "getOrder", "listOrders", "placeOrder", "updatePet"]
+      [
+        "cancelOrder",
+        "createWebhookEndpoint",
+        "deletePet",
+        "deleteWebhookEndpoint",
+        "deliverOrder",
+        "getOrder",
+        "getWebhookEndpoint",
+        "listEvents",
+        "listOrders",
+        "listWebhookAttempts",
+        "listWebhookEndpoints",
+        "placeOrder",
+        "redeliverWebhookEvent",
+        "rotateWebhookSecret",
+        "testWebhookEndpoint",
+        "updatePet",
+        "updateWebhookEndpoint"
+      ]
     )
     for (const { operation } of beta) {
       for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
@@ -104,7 +122,9 @@ describe("the OpenAPI document generated from the contract", () => {
 
   it("puts /v1 in the servers and every path relative to them; a deployment's servers replace the default", () => {
     expect(spec.servers).toEqual([{ url: "/v1", description: expect.any(String) }])
-    expect(Object.keys(spec.paths).filter((path) => !path.startsWith("/store/")).sort()).toEqual(["/pets", "/pets/{petId}", "/rate_limit"])
+    expect(Object.keys(spec.paths).filter((path) => !/^\/(store|webhooks|events)/.test(path)).sort()).toEqual(
+      ["/pets", "/pets/{petId}", "/rate_limit"]
+    )
     expect(Object.keys(spec.paths).filter((path) => path.startsWith("/store/")).sort()).toEqual(
       ["/store/orders", "/store/orders/{orderId}", "/store/orders/{orderId}/cancel", "/store/orders/{orderId}/deliver"]
     )

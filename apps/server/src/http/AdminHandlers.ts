@@ -3,6 +3,7 @@ import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
 import { Quota } from "../quota/Quota.ts"
+import { WebhookEndpoints } from "../webhooks/WebhookEndpoints.ts"
 import { quotaReport } from "./rateLimitHeaders.ts"
 
 const toView = (key: ApiKey) =>
@@ -23,6 +24,7 @@ export const AdminHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const apiKeys = yield* ApiKeys
     const quota = yield* Quota
+    const webhookEndpoints = yield* WebhookEndpoints
     const findKey = (id: ApiKeyId) =>
       apiKeys.find(id).pipe(
         Effect.orDie,
@@ -63,5 +65,7 @@ export const AdminHandlers = HttpApiBuilder.group(
         ))
       .handle("unbanKey", ({ params }) =>
         findKey(params.id).pipe(Effect.flatMap((key) => Effect.orDie(quota.unban(quota.keySubject(key))))))
+      .handle("keyWebhookEndpoints", ({ params }) =>
+        findKey(params.id).pipe(Effect.flatMap((key) => Effect.orDie(webhookEndpoints.list(key.id)))))
   })
 )

@@ -9,6 +9,7 @@ import { AccountHandlers } from "./AccountHandlers.ts"
 import { AdminHandlers } from "./AdminHandlers.ts"
 import { DocumentRoutes, HealthRoutes } from "./anonymousSurfaces.ts"
 import { errorResponse } from "./errors.ts"
+import { EventsHandlers, WebhooksHandlers } from "./EventsHandlers.ts"
 import { OrdersHandlers } from "./OrdersHandlers.ts"
 import { PetsHandlers } from "./PetsHandlers.ts"
 import { quotaAdmission } from "./quotaAdmission.ts"
@@ -38,7 +39,7 @@ const adminEdge = HttpRouter.middleware<{ handles: unknown }>()(
 const V1Routes = Layer.mergeAll(
   HttpApiBuilder.layer(PetstoreApi).pipe(
     Layer.provide(
-      Layer.mergeAll(PetsHandlers, OrdersHandlers, AccountHandlers).pipe(Layer.provide(Layer.mergeAll(ApiKeyAuthLive, RequestValidationLive)))
+      Layer.mergeAll(PetsHandlers, OrdersHandlers, AccountHandlers, EventsHandlers, WebhooksHandlers).pipe(Layer.provide(Layer.mergeAll(ApiKeyAuthLive, RequestValidationLive)))
     )
   ),
   unmatchedRoutes(PetstoreApi, "/v1")

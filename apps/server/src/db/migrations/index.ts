@@ -8,6 +8,8 @@ import apiKeyRoles from "./0007_api_key_roles.ts"
 import petVersions from "./0008_pet_versions.ts"
 import createOrders from "./0009_create_orders.ts"
 import quotaUsageExpires from "./0011_quota_usage_expires.ts"
+import createEvents from "./0012_create_events.ts"
+import createWebhooks from "./0013_create_webhooks.ts"
 
 export interface Migration {
   /** Versions only grow; a released migration is never edited, a new one is added. */
@@ -26,5 +28,7 @@ export const migrations: ReadonlyArray<Migration> = [
   apiKeyRoles,
   petVersions,
   createOrders,
-  quotaUsageExpires
+  quotaUsageExpires,
+  createEvents,
+  createWebhooks
 ]

@@ -1,0 +1,72 @@
+import { CurrentApiKey, DEFAULT_EVENT_PAGE_SIZE, InvalidRequest, PetstoreApi } from "@petstore/contract"
+import { Effect, Option } from "effect"
+import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
+import { type EventPosition, Events, START } from "../events/Events.ts"
+import { WebhookDesk } from "../webhooks/WebhookDesk.ts"
+import { dieOnDatabaseError } from "./errors.ts"
+import { PublicUrl } from "./PublicUrl.ts"
+
+/** An events cursor: the last event's position (transaction id, order of writing), base64url, opaque to clients. */
+export const encodeEventCursor = (after: EventPosition) => Buffer.from(`events:${after.tx}.${after.seq}`).toString("base64url")
+
+const EVENT_CURSOR = /^events:([0-9]{1,20})\.([1-9][0-9]{0,15})$/
+
+export const decodeEventCursor = (cursor: string | undefined) => {
+  if (cursor === undefined) return Effect.succeed(START)
+  const match = EVENT_CURSOR.exec(Buffer.from(cursor, "base64url").toString("utf8"))
+  return match !== null && Number.isSafeInteger(Number(match[2])) && BigInt(match[1]!) < 2n ** 64n
+    ? Effect.succeed({ tx: match[1]!, seq: Number(match[2]) })
+    : Effect.fail(new InvalidRequest({
+      message: "Invalid request query. query.cursor: not a cursor this service issued",
+      details: [{ path: "query.cursor", message: "not a cursor this service issued" }]
+    }))
+}
+
+/** `GET /v1/events` (beta): the caller's events, a keyset page at a time. */
+export const EventsHandlers = HttpApiBuilder.group(
+  PetstoreApi,
+  "events",
+  Effect.fn(function*(handlers) {
+    const events = yield* Events
+    const publicUrl = yield* PublicUrl
+    return handlers.handle("listEvents", ({ query, request }) =>
+      Effect.gen(function*() {
+        const limit = query.limit ?? DEFAULT_EVENT_PAGE_SIZE
+        const after = yield* decodeEventCursor(query.cursor)
+        const key = yield* CurrentApiKey
+        const page = yield* dieOnDatabaseError(
+          events.list({ apiKeyId: key.id, staff: key.role === "staff" }, { limit, type: query.type, after })
+        )
+        const link = Option.map(page.nextAfter, (next) => {
+          const params = new URLSearchParams({ limit: String(limit) })
+          if (query.type !== undefined) params.set("type", query.type)
+          params.set("cursor", encodeEventCursor(next))
+          return `<${publicUrl.of(request, `/v1/events?${params}`)}>; rel="next"`
+        })
+        return HttpApiSchema.withHeaders({ body: page.events, headers: Option.match(link, { onNone: () => ({}), onSome: (link) => ({ link }) }) })
+      }))
+  })
+)
+
+/** Webhook endpoints (beta): each operation calls `WebhookDesk` as the calling key. */
+export const WebhooksHandlers = HttpApiBuilder.group(
+  PetstoreApi,
+  "webhooks",
+  Effect.fn(function*(handlers) {
+    const desk = yield* WebhookDesk
+    return handlers
+      .handle("createWebhookEndpoint", ({ payload }) => CurrentApiKey.use((key) => desk.create(key, payload)).pipe(dieOnDatabaseError))
+      .handle("listWebhookEndpoints", () => CurrentApiKey.use((key) => desk.list(key)).pipe(dieOnDatabaseError))
+      .handle("getWebhookEndpoint", ({ params }) => CurrentApiKey.use((key) => desk.get(key, params.endpointId)).pipe(dieOnDatabaseError))
+      .handle("updateWebhookEndpoint", ({ params, payload }) =>
+        CurrentApiKey.use((key) => desk.update(key, params.endpointId, payload)).pipe(dieOnDatabaseError))
+      .handle("deleteWebhookEndpoint", ({ params }) => CurrentApiKey.use((key) => desk.remove(key, params.endpointId)).pipe(dieOnDatabaseError))
+      .handle("rotateWebhookSecret", ({ params }) =>
+        CurrentApiKey.use((key) => desk.rotateSecret(key, params.endpointId)).pipe(dieOnDatabaseError))
+      .handle("testWebhookEndpoint", ({ params }) => CurrentApiKey.use((key) => desk.test(key, params.endpointId)).pipe(dieOnDatabaseError))
+      .handle("listWebhookAttempts", ({ params }) =>
+        CurrentApiKey.use((key) => desk.attempts(key, params.endpointId)).pipe(dieOnDatabaseError))
+      .handle("redeliverWebhookEvent", ({ params, payload }) =>
+        CurrentApiKey.use((key) => desk.redeliver(key, params.endpointId, payload.eventId)).pipe(dieOnDatabaseError))
+  })
+)

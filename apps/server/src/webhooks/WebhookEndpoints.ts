@@ -1,0 +1,161 @@
+import type { EventType, WebhookEndpoint } from "@petstore/contract"
+import { MAX_WEBHOOK_ENDPOINTS } from "@petstore/contract"
+import { Context, Effect, Layer, Option } from "effect"
+import { randomBytes } from "node:crypto"
+import { Database } from "../db/Database.ts"
+import type { DatabaseError } from "../db/DatabaseError.ts"
+import { arrayLiteral, sql } from "../db/sql.ts"
+import { traced } from "../observability/spans.ts"
+
+/** How long the previous secret keeps signing after a rotation. */
+export const SECRET_OVERLAP = "24 hours"
+
+export const newSecret = () => `whsec_${randomBytes(24).toString("base64")}`
+const newEndpointId = () => `ep_${randomBytes(16).toString("hex")}`
+
+/** A row of webhook_endpoints as its statements return it, the secrets left out. */
+interface EndpointRow {
+  readonly id: string
+  readonly url: string
+  readonly description: string
+  readonly event_types: ReadonlyArray<string> | string
+  readonly enabled: boolean
+  readonly disabled_reason: string | null
+  readonly created_at: Date | string
+  readonly updated_at: Date | string
+}
+
+/** PGlite and postgres.js both parse text[]; a literal string is parsed here in case a driver does not. */
+const textArray = (value: ReadonlyArray<string> | string): ReadonlyArray<string> =>
+  typeof value === "string" ? (value === "{}" ? [] : value.slice(1, -1).split(",")) : value
+
+export const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
+  id: row.id,
+  url: row.url,
+  description: row.description,
+  eventTypes: textArray(row.event_types) as ReadonlyArray<EventType>,
+  enabled: row.enabled,
+  disabledReason: row.disabled_reason,
+  createdAt: new Date(row.created_at).toISOString(),
+  updatedAt: new Date(row.updated_at).toISOString()
+})
+
+const COLUMNS = "id, url, description, event_types, enabled, disabled_reason, created_at, updated_at"
+
+export interface EndpointChange {
+  readonly url?: string
+  readonly eventTypes?: ReadonlyArray<EventType>
+  readonly description?: string
+  readonly enabled?: boolean
+}
+
+/**
+ * The webhook_endpoints table: all of its SQL. Every statement is scoped to
+ * the owning key: another key's endpoint does not exist for it.
+ */
+export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
+  /** None when the key already has `MAX_WEBHOOK_ENDPOINTS`. */
+  readonly create: (
+    apiKeyId: string,
+    endpoint: { readonly url: string; readonly eventTypes: ReadonlyArray<EventType>; readonly description: string }
+  ) => Effect.Effect<Option.Option<{ readonly endpoint: WebhookEndpoint; readonly secret: string }>, DatabaseError>
+  readonly list: (apiKeyId: string) => Effect.Effect<ReadonlyArray<WebhookEndpoint>, DatabaseError>
+  readonly get: (apiKeyId: string, id: string) => Effect.Effect<Option.Option<WebhookEndpoint>, DatabaseError>
+  /** Disabling drops the endpoint's queued deliveries; enabling clears its failure record. */
+  readonly update: (apiKeyId: string, id: string, change: EndpointChange) => Effect.Effect<Option.Option<WebhookEndpoint>, DatabaseError>
+  readonly remove: (apiKeyId: string, id: string) => Effect.Effect<boolean, DatabaseError>
+  readonly rotateSecret: (
+    apiKeyId: string,
+    id: string
+  ) => Effect.Effect<Option.Option<{ readonly secret: string; readonly previousSecretExpiresAt: string }>, DatabaseError>
+}>()("@petstore/server/webhooks/WebhookEndpoints") {
+  static readonly layer = Layer.effect(
+    WebhookEndpoints,
+    Effect.gen(function*() {
+      const db = yield* Database
+
+      // The count and the insert are one statement; the key's row lock serialises a key's concurrent creates,
+      // so the bound holds whatever the concurrency.
+      const create = Effect.fnUntraced(function*(
+        apiKeyId: string,
+        endpoint: { readonly url: string; readonly eventTypes: ReadonlyArray<EventType>; readonly description: string }
+      ) {
+        const secret = newSecret()
+        const [row] = yield* db.query<EndpointRow>({
+          text: `
+            WITH owner AS (SELECT id FROM api_keys WHERE id = $1 FOR UPDATE)
+            INSERT INTO webhook_endpoints (id, api_key_id, url, event_types, description, secret)
+            SELECT $2, owner.id, $3, $4::text[], $5, $6
+            FROM owner
+            WHERE (SELECT count(*) FROM webhook_endpoints WHERE api_key_id = $1) < $7::integer
+            RETURNING ${COLUMNS}`,
+          values: [apiKeyId, newEndpointId(), endpoint.url, arrayLiteral(endpoint.eventTypes), endpoint.description, secret,
+            MAX_WEBHOOK_ENDPOINTS]
+        })
+        return Option.map(Option.fromUndefinedOr(row), (row) => ({ endpoint: toEndpoint(row), secret }))
+      }, traced("WebhookEndpoints.create"))
+
+      const list = (apiKeyId: string) =>
+        db.query<EndpointRow>({
+          text: `SELECT ${COLUMNS} FROM webhook_endpoints WHERE api_key_id = $1 ORDER BY created_at, id`,
+          values: [apiKeyId]
+        }).pipe(Effect.map((rows) => rows.map(toEndpoint)))
+
+      const get = (apiKeyId: string, id: string) =>
+        db.query<EndpointRow>({
+          text: `SELECT ${COLUMNS} FROM webhook_endpoints WHERE api_key_id = $1 AND id = $2`,
+          values: [apiKeyId, id]
+        }).pipe(Effect.map(([row]) => Option.map(Option.fromUndefinedOr(row), toEndpoint)))
+
+      const update = Effect.fnUntraced(function*(apiKeyId: string, id: string, change: EndpointChange) {
+        const [row] = yield* db.query<EndpointRow>({
+          text: `
+            WITH changed AS (
+              UPDATE webhook_endpoints SET
+                url = COALESCE($3::text, url),
+                event_types = COALESCE($4::text[], event_types),
+                description = COALESCE($5::text, description),
+                enabled = COALESCE($6::boolean, enabled),
+                disabled_reason = CASE WHEN $6::boolean IS NULL THEN disabled_reason ELSE NULL END,
+                failing_since = CASE WHEN $6::boolean THEN NULL ELSE failing_since END,
+                updated_at = now()
+              WHERE api_key_id = $1 AND id = $2
+              RETURNING ${COLUMNS}
+            ), dropped AS (
+              DELETE FROM webhook_messages WHERE endpoint_id = $2 AND $6::boolean IS FALSE AND EXISTS (SELECT 1 FROM changed)
+            )
+            SELECT * FROM changed`,
+          values: [
+            apiKeyId,
+            id,
+            change.url ?? null,
+            change.eventTypes === undefined ? null : arrayLiteral(change.eventTypes),
+            change.description ?? null,
+            change.enabled ?? null
+          ]
+        })
+        return Option.map(Option.fromUndefinedOr(row), toEndpoint)
+      }, traced("WebhookEndpoints.update"))
+
+      const remove = (apiKeyId: string, id: string) =>
+        db.query(sql`DELETE FROM webhook_endpoints WHERE api_key_id = ${apiKeyId} AND id = ${id} RETURNING id`).pipe(
+          Effect.map((rows) => rows.length > 0)
+        )
+
+      const rotateSecret = Effect.fnUntraced(function*(apiKeyId: string, id: string) {
+        const secret = newSecret()
+        const [row] = yield* db.query<{ readonly expires: Date | string }>(sql`
+          UPDATE webhook_endpoints SET previous_secret = secret, secret = ${secret},
+            previous_secret_expires_at = now() + ${SECRET_OVERLAP}::interval, updated_at = now()
+          WHERE api_key_id = ${apiKeyId} AND id = ${id}
+          RETURNING previous_secret_expires_at AS expires`)
+        return Option.map(Option.fromUndefinedOr(row), (row) => ({
+          secret,
+          previousSecretExpiresAt: new Date(row.expires).toISOString()
+        }))
+      }, traced("WebhookEndpoints.rotateSecret"))
+
+      return WebhookEndpoints.of({ create, list, get, update, remove, rotateSecret })
+    })
+  )
+}
