@@ -5,6 +5,7 @@ import type { RunContext } from "./context.ts"
 import { DEFAULT_FUZZ_REQUESTS, fuzzChecks } from "./fuzz.ts"
 import { generalPhase } from "./general.ts"
 import { specChecks } from "./specChecks.ts"
+import { valueChecks } from "./valueChecks.ts"
 import { anonymous, Http, makeHttp, probe, withKey } from "./http.ts"
 import { makeObservations } from "./invariants.ts"
 import { type ApiKey, CheckFailed, type CheckResult, type Plan, PLANS, summarize, type SuiteResult, Unreachable } from "./model.ts"
@@ -130,7 +131,7 @@ const phasesOf = (
     const general = yield* generalPhase(run)
     // The schema-driven phase sends with the general key, after the general checks, so that they count its requests alone.
     const phases: Array<Phase> = [
-      { ...general, checks: [...general.checks, ...yield* specChecks(run), ...checks.fuzz] },
+      { ...general, checks: [...general.checks, ...yield* specChecks(run), ...yield* valueChecks(run), ...checks.fuzz] },
       ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))
     ]
     phases.push(yield* storePhase(run))

@@ -19,7 +19,8 @@ export const catchesEach = (deviations: ReadonlyArray<(typeof DEVIATIONS)[number
           baseUrl: fixture.baseUrl,
           keys: keysOf(fixture, "keys" in deviation ? deviation.keys : DEFAULT_KEYS),
           staffKey: fixture.staffKeys[0],
-          ...(daily ? { daily: true, grep: "daily" } : {})
+          ...(daily ? { daily: true, grep: "daily" } : {}),
+          ...("grep" in deviation ? { grep: deviation.grep } : {})
         })
         const failed = idsWith(result, "fail")
         const caught = deviation.caughtBy.filter((id) => failed.includes(id))
@@ -33,6 +34,9 @@ export const catchesEach = (deviations: ReadonlyArray<(typeof DEVIATIONS)[number
 
 /** The deviations of the store area (beta): deviations.store.test.ts runs them. */
 export const isAboutTheStore = (deviation: (typeof DEVIATIONS)[number]) => deviation.caughtBy.every((id) => id.startsWith("store."))
+
+/** The deviations of a value class (`values.*`, `contract.*`): deviations.values.test.ts runs them. */
+export const isAboutValues = (deviation: (typeof DEVIATIONS)[number]) => deviation.caughtBy.every((id) => /^(values|contract)\./.test(id))
 
 /** The deviations about pets, validation, authentication and error bodies; the others are about headers, quotas and extensions. */
 export const isAboutResources = (deviation: (typeof DEVIATIONS)[number]) =>
