@@ -38,6 +38,9 @@ export const isAboutTheStore = (deviation: (typeof DEVIATIONS)[number]) => devia
 /** The deviations of a value class (`values.*`, `contract.*`): deviations.values.test.ts runs them. */
 export const isAboutValues = (deviation: (typeof DEVIATIONS)[number]) => deviation.caughtBy.every((id) => /^(values|contract)\./.test(id))
 
+/** The deviations of the events list (`events.*`): deviations.events.test.ts runs them. */
+export const isAboutEvents = (deviation: (typeof DEVIATIONS)[number]) => deviation.caughtBy.every((id) => id.startsWith("events."))
+
 /** The deviations about pets, validation, authentication and error bodies; the others are about headers, quotas and extensions. */
 export const isAboutResources = (deviation: (typeof DEVIATIONS)[number]) =>
   deviation.caughtBy.every((id) => /^(pets|validation|auth|errors)\./.test(id))
