@@ -21,9 +21,11 @@ const ID = "7"
 
 type Verdict = "refused" | "refused-or-exact" | "refused-or-a-page" | "not-found-or-refused"
 
-interface Target {
+export interface Target {
   /** The operation, as the spec or the contract names it: the second part of its checks' ids. */
   readonly operation: string
+  /** Its path under the base URL, as a pattern: which requests are this operation's. */
+  readonly route: RegExp
   readonly tag: "spec" | "extension"
   readonly method: string
   /** The request's path for the classes' fields; the path parameter's value when the location is `path`. */
@@ -40,6 +42,7 @@ const bodyPath = (path: string) => () => path
 const TARGETS: ReadonlyArray<Target> = [
   {
     operation: "createPet",
+    route: /^\/pets$/,
     tag: "spec",
     method: "POST",
     path: bodyPath("/pets"),
@@ -49,6 +52,7 @@ const TARGETS: ReadonlyArray<Target> = [
   },
   {
     operation: "listPets",
+    route: /^\/pets$/,
     tag: "spec",
     method: "GET",
     path: (fields) => `/pets?${queryText(fields)}`,
@@ -59,6 +63,7 @@ const TARGETS: ReadonlyArray<Target> = [
   },
   {
     operation: "getPet",
+    route: /^\/pets\/[^/]+$/,
     tag: "spec",
     method: "GET",
     path: (fields) => `/pets/${encodeURIComponent(fields[0]![1])}`,
@@ -70,6 +75,7 @@ const TARGETS: ReadonlyArray<Target> = [
   },
   {
     operation: "createPet",
+    route: /^\/pets$/,
     tag: "extension",
     method: "POST",
     path: bodyPath("/pets"),
@@ -79,6 +85,7 @@ const TARGETS: ReadonlyArray<Target> = [
   },
   {
     operation: "listPets",
+    route: /^\/pets$/,
     tag: "extension",
     method: "GET",
     path: (fields) => `/pets?${queryText(fields)}`,
@@ -88,6 +95,7 @@ const TARGETS: ReadonlyArray<Target> = [
   },
   {
     operation: "getPet",
+    route: /^\/pets\/[^/]+$/,
     tag: "extension",
     method: "GET",
     path: (fields) => `/pets/${encodeURIComponent(fields[0]![1])}`,
@@ -98,6 +106,7 @@ const TARGETS: ReadonlyArray<Target> = [
   },
   {
     operation: "updatePet",
+    route: /^\/pets\/[^/]+$/,
     tag: "extension",
     method: "PATCH",
     path: (_fields, id) => `/pets/${id}`,
@@ -108,6 +117,7 @@ const TARGETS: ReadonlyArray<Target> = [
   },
   {
     operation: "placeOrder",
+    route: /^\/store\/orders$/,
     tag: "extension",
     method: "POST",
     path: bodyPath("/store/orders"),
@@ -118,6 +128,7 @@ const TARGETS: ReadonlyArray<Target> = [
   },
   {
     operation: "listOrders",
+    route: /^\/store\/orders$/,
     tag: "extension",
     method: "GET",
     path: (fields) => `/store/orders?${queryText(fields)}`,
@@ -127,6 +138,7 @@ const TARGETS: ReadonlyArray<Target> = [
   },
   {
     operation: "getOrder",
+    route: /^\/store\/orders\/[^/]+$/,
     tag: "extension",
     method: "GET",
     path: (fields) => `/store/orders/${encodeURIComponent(fields[0]![1])}`,
@@ -139,7 +151,7 @@ const TARGETS: ReadonlyArray<Target> = [
 const classKey = (klass: ValueClass) => `${klass.field}.${klass.name}`
 
 /** A target's classes with the base's stand-in id replaced by `id`. */
-const classesOf = (target: Target, id?: number) => {
+export const classesOf = (target: Target, id?: number) => {
   const base = id === undefined
     ? target.options.base
     : Object.fromEntries(Object.entries(target.options.base).map(([field, value]) => [field, value === ID ? String(id) : value]))
@@ -150,7 +162,7 @@ const classesOf = (target: Target, id?: number) => {
  * The value classes as the catalogue lists them: the spec's, and the contract's that the spec's do not already
  * hold to the same answer (the spec's createPet classes are refused with 400, as the contract's are).
  */
-export const valueClassCatalogue = () => {
+export const valueClassCatalogue = (): ReadonlyArray<{ readonly target: Target; readonly klass: ValueClass; readonly id: string }> => {
   const specStrict = new Set(
     TARGETS.filter((target) => target.tag === "spec").flatMap((target) =>
       classesOf(target).filter((klass) => target.verdict(klass) === "refused").map((klass) => `${target.operation}.${classKey(klass)}`)
@@ -162,6 +174,9 @@ export const valueClassCatalogue = () => {
       .map((klass) => ({ target, klass, id: `${target.tag === "spec" ? "values" : "contract"}.${target.operation}.${classKey(klass)}` }))
   )
 }
+
+export { ID as BASE_ID, NAME as BASE_NAME }
+export type { Verdict }
 
 const TITLES: Record<Verdict, (operation: string, description: string) => string> = {
   refused: (operation, description) => `${operation}: 400 when ${description}`,

@@ -61,8 +61,18 @@ const resolve = (node: Node, definitions: Readonly<Record<string, Node>>): Node 
   return { ...merged, ...own, ...(type === undefined ? {} : { type }) }
 }
 
+const objects = new WeakMap<Schema.Top, { readonly properties: Readonly<Record<string, Node>>; readonly required: ReadonlyArray<string> }>()
+
 /** The object a document describes: its fields, resolved, which of them are required. */
 export const objectOf = (schema: Schema.Top) => {
+  const known = objects.get(schema)
+  if (known !== undefined) return known
+  const object = describeObject(schema)
+  objects.set(schema, object)
+  return object
+}
+
+const describeObject = (schema: Schema.Top) => {
   const document = Schema.toJsonSchemaDocument(schema as never)
   const definitions = (document.definitions ?? {}) as Record<string, Node>
   const root = resolve(document.schema as Node, definitions)

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest"
 import { runSuite } from "../../src/index.ts"
-import { DEFAULT_KEYS, DEVIATIONS } from "../fixture/deviations.ts"
+import { DEFAULT_KEYS, type Deviation, type DeviationCase, DEVIATIONS } from "../fixture/deviations.ts"
 import { startFixture } from "../fixture/server.ts"
 import { idsWith, keysOf } from "./keys.ts"
 
 /** Runs the whole suite against a fixture with each deviation, all at once, and expects a named check to fail. */
-export const catchesEach = (deviations: ReadonlyArray<(typeof DEVIATIONS)[number]>) =>
+export const catchesEach = (deviations: ReadonlyArray<DeviationCase & { readonly name: Deviation }>) =>
   describe.concurrent("the suite catches each deviation", () => {
     it.each(deviations)("$name: $description", async (deviation) => {
-      const daily = "daily" in deviation
+      const daily = deviation.daily === true
       const fixture = await startFixture({
         deviation: deviation.name,
         recoverySeconds: 1,
@@ -17,10 +17,10 @@ export const catchesEach = (deviations: ReadonlyArray<(typeof DEVIATIONS)[number
       try {
         const result = await runSuite({
           baseUrl: fixture.baseUrl,
-          keys: keysOf(fixture, "keys" in deviation ? deviation.keys : DEFAULT_KEYS),
+          keys: keysOf(fixture, deviation.keys ?? DEFAULT_KEYS),
           staffKey: fixture.staffKeys[0],
           ...(daily ? { daily: true, grep: "daily" } : {}),
-          ...("grep" in deviation ? { grep: deviation.grep } : {})
+          ...(deviation.grep === undefined ? {} : { grep: deviation.grep })
         })
         const failed = idsWith(result, "fail")
         const caught = deviation.caughtBy.filter((id) => failed.includes(id))
