@@ -57,9 +57,10 @@ export const eventsPhase = (run: RunContext, documentPaths: ReadonlyArray<string
       Effect.gen(function*() {
         const deadline = Date.now() + CATCH_UP_MILLIS
         let last: Exchange | undefined
+        let pages = 0
         while (true) {
           let path: string | undefined = "/events"
-          for (let page = 0; path !== undefined && page < MAX_PAGES; page++) {
+          for (pages = 0; path !== undefined && pages < MAX_PAGES; pages++) {
             const exchange: Exchange = yield* send("GET", path)
             last = exchange
             yield* expectStatus(exchange, 200)
@@ -72,7 +73,8 @@ export const eventsPhase = (run: RunContext, documentPaths: ReadonlyArray<string
             return yield* new CheckFailed({
               request: `GET ${run.baseUrl}/events and its next pages`,
               expected: `within ${CATCH_UP_MILLIS / 1000} s, ${what}`,
-              received: `no such event; the last page: ${describeResponse(last!)}`
+              received: `no such event in ${pages} page${pages === 1 ? "" : "s"}${pages === MAX_PAGES ? " (the most it reads)" : ""}; ` +
+                `the last page: ${describeResponse(last!)}`
             })
           }
           yield* Effect.sleep(POLL_MILLIS)
