@@ -131,9 +131,10 @@ const phasesOf = (
 ) =>
   Effect.gen(function*() {
     const general = yield* generalPhase(run)
-    // The schema-driven phase sends with the general key, after the general checks, so that they count its requests alone.
+    // The schema-driven phase sends with the general key, after the general checks, so that they count its requests
+    // alone; the value classes come last, within what the key's window has left.
     const phases: Array<Phase> = [
-      { ...general, checks: [...general.checks, ...yield* specChecks(run), ...yield* valueChecks(run), ...checks.fuzz] },
+      { ...general, checks: [...general.checks, ...yield* specChecks(run), ...checks.fuzz, ...yield* valueChecks(run)] },
       ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))
     ]
     phases.push(yield* storePhase(run))

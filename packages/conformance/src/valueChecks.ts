@@ -187,6 +187,9 @@ const TITLES: Record<Verdict, (operation: string, description: string) => string
 
 const MAX_PAGE = 100
 
+/** Requests of the key's window the value classes leave to whatever uses the key next (a plan's burst counts from what is left). */
+const SPARE = 10
+
 export const valueChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>> =>
   Effect.gen(function*() {
     const key = run.generalKey
@@ -216,6 +219,33 @@ export const valueChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>
         { concurrency: 4, discard: true }
       )
     }))
+
+    /**
+     * Set once the key's window has too few requests left for a class (or a 429 outlasted its Retry-After):
+     * the classes from there on are skipped, saying so, rather than spend what the plan checks and the
+     * store checks need of the key, or wait out windows (a server may keep one closed longer than its
+     * Retry-After says). A 429 says nothing of the value sent.
+     */
+    let limited: CheckSkipped | undefined
+    /** What the key's window has left, as the last answer said. */
+    let remaining: number | undefined
+    const note = (exchanges: ReadonlyArray<Exchange>) => {
+      for (const exchange of exchanges) {
+        const left = Number(exchange.headers.get("x-ratelimit-remaining"))
+        if (Number.isInteger(left)) remaining = remaining === undefined ? left : Math.min(remaining, left)
+      }
+    }
+    const roomFor = (count: number) =>
+      Effect.gen(function*() {
+        if (remaining === undefined) {
+          note([yield* Effect.flatMap(keyed, (credential) => Http.use((http) => http.send({ path: "/pets?limit=1", credential })))])
+        }
+        if (remaining !== undefined && remaining < count + SPARE) {
+          limited = skipped(`${key?.label} has ${remaining} requests left in its window, too few for this class's ${count}: ` +
+            "this class and those after it were not sent (give a key with more room, such as business)")
+          return yield* limited
+        }
+      })
 
     const send = (target: Target, fields: Fields, id: number) =>
       Effect.gen(function*() {
@@ -285,13 +315,24 @@ export const valueChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>
         tag: target.tag,
         title: TITLES[verdict](target.operation, klass.description),
         run: Effect.gen(function*() {
+          if (limited !== undefined) return yield* limited
           if (verdict === "refused-or-a-page") yield* moreThanAPage
           const petId = target.needsPet === true ? (yield* aPet).id : 0
           // Derived again with the run's own pet where the base is an id: the same class, with values around it.
           const requests = target.needsPet === true
             ? classesOf(target, petId).find((other) => classKey(other) === classKey(klass))?.requests ?? klass.requests
             : klass.requests
+          yield* roomFor(requests.length)
           const exchanges = yield* Effect.forEach(requests, (fields) => send(target, fields, petId), { concurrency: "unbounded" })
+          // A window that reset since counts afresh from the next answer.
+          remaining = undefined
+          note(exchanges)
+          const refused = exchanges.find((exchange) => exchange.status === 429)
+          if (refused !== undefined) {
+            limited = skipped(`${key?.label} was still refused with 429 after waiting Retry-After (${describeResponse(refused)}): ` +
+              "this class and those after it were not judged")
+            return yield* limited
+          }
           for (const [index, exchange] of exchanges.entries()) {
             const fields = requests[index]!
             const sent = target.options.location === "body"
