@@ -1,4 +1,4 @@
-import { DecimalId, ListPetsQuery, NewPet, PetId, PetstoreApi, PetStatus } from "@petstore/contract"
+import { DecimalId, ListPetsQuery, NewPet, PetId, PetstoreApi } from "@petstore/contract"
 import { Arbitrary, Effect, Result, Schema, SchemaIssue } from "effect"
 import { HttpApi } from "effect/http-api"
 import type { Check } from "./checks.ts"
@@ -9,7 +9,7 @@ import { describeResponse, type Exchange, Http, withKey } from "./http.ts"
 import { errorShapeProblem } from "./invariants.ts"
 import { type ApiKey, CheckFailed } from "./model.ts"
 import { lastFour } from "./secrets.ts"
-import { SpecPet, SpecPets } from "./specSchemas.ts"
+import { SpecNewPet, SpecPet, SpecPets } from "./specSchemas.ts"
 
 /**
  * The schema-driven phase: requests generated from the contract's own Schemas
@@ -64,11 +64,6 @@ export const knownPaths = () => {
   return paths
 }
 
-/** An integer of format int64, as the spec types ids: any sign, up to 2^63 in size, not only the safe integers of JavaScript. */
-const Int64 = Schema.Finite.check(Schema.makeFilter((n: number) => Number.isInteger(n) && Math.abs(n) < 2 ** 63))
-
-/** The spec's NewPet (§2): only types and the required fields, no bounds of this implementation. */
-const SpecNewPet = Schema.Struct({ name: Schema.String, categoryId: Int64, status: Schema.optionalKey(PetStatus) })
 const contractAccepts = (body: unknown) =>
   Result.isSuccess(Schema.decodeUnknownResult(NewPet)(body, { onExcessProperty: "error" }))
 const specAccepts = (body: unknown) => Result.isSuccess(Schema.decodeUnknownResult(SpecNewPet)(body))

@@ -11,6 +11,8 @@ import { makeDocumentObserver, makeDocumentValidator } from "./openapi.ts"
 /** The deployment's document as the run found it: where, and the responses checked against it so far. */
 export interface LoadedDocument {
   readonly url: string | undefined
+  /** The document's paths (relative to its server, as written), when it could be had. */
+  readonly paths?: ReadonlyArray<string>
   readonly observe: (exchange: Exchange) => void
   readonly tally: () => { readonly checked: number; readonly broken: number }
   readonly check: Effect.Effect<void, CheckFailed | ReturnType<typeof skipped>>
@@ -79,8 +81,10 @@ export const loadDocument = (baseUrl: string, openapi: string | false | undefine
     )
     if (validator === undefined) return unusable(`${url} is not an OpenAPI document with paths`)
     const observer = makeDocumentObserver(validator)
+    const { paths } = fetched.document as { readonly paths?: Record<string, unknown> }
     return {
       url,
+      paths: Object.keys(paths ?? {}),
       observe: observer.observe,
       tally: observer.tally,
       check: Effect.gen(function*() {

@@ -5,6 +5,8 @@ import type { RunContext } from "./context.ts"
 import { DEFAULT_FUZZ_REQUESTS, fuzzChecks } from "./fuzz.ts"
 import { generalPhase } from "./general.ts"
 import { specChecks } from "./specChecks.ts"
+import { valueChecks } from "./valueChecks.ts"
+import { eventsPhase } from "./events.ts"
 import { anonymous, Http, makeHttp, probe, withKey } from "./http.ts"
 import { makeObservations } from "./invariants.ts"
 import { type ApiKey, CheckFailed, type CheckResult, type Plan, PLANS, summarize, type SuiteResult, Unreachable } from "./model.ts"
@@ -124,16 +126,19 @@ const invariantChecks = (tally: ReturnType<typeof makeObservations>["tally"]): R
 /** Every phase of a run, its checks in catalogue order. */
 const phasesOf = (
   run: RunContext,
-  checks: { readonly fuzz: ReadonlyArray<Check>; readonly invariants: ReadonlyArray<Check> }
+  checks: { readonly fuzz: ReadonlyArray<Check>; readonly invariants: ReadonlyArray<Check> },
+  documentPaths?: ReadonlyArray<string>
 ) =>
   Effect.gen(function*() {
     const general = yield* generalPhase(run)
-    // The schema-driven phase sends with the general key, after the general checks, so that they count its requests alone.
+    // The schema-driven phase sends with the general key, after the general checks, so that they count its requests
+    // alone; the value classes come last, within what the key's window has left.
     const phases: Array<Phase> = [
-      { ...general, checks: [...general.checks, ...yield* specChecks(run), ...checks.fuzz] },
+      { ...general, checks: [...general.checks, ...yield* specChecks(run), ...checks.fuzz, ...yield* valueChecks(run)] },
       ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))
     ]
     phases.push(yield* storePhase(run))
+    phases.push(yield* eventsPhase(run, documentPaths))
     phases.push({ name: "invariants", after: phases.map((phase) => phase.name), checks: checks.invariants })
     return phases
   })
@@ -263,7 +268,11 @@ export const suite = (options: SuiteOptions) =>
 
     const seed = options.seed ?? randomBytes(4).readUInt32BE() >>> 1
     const fuzz = yield* fuzzChecks(run, { requests: options.fuzz ?? DEFAULT_FUZZ_REQUESTS, seed })
-    const phases = yield* phasesOf(run, { fuzz: fuzz.checks, invariants: [...invariantChecks(observations.tally), documentCheck(document)] })
+    const phases = yield* phasesOf(
+      run,
+      { fuzz: fuzz.checks, invariants: [...invariantChecks(observations.tally), documentCheck(document)] },
+      document.paths
+    )
 
     const results = yield* runPhases(
       phases,

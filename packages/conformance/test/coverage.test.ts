@@ -64,3 +64,21 @@ describe("the README's list of every check", () => {
     }
   })
 })
+
+describe("the README's table of value classes", () => {
+  /** The rows of the table under `## Value classes`, as their cells. */
+  const rows = () => {
+    const section = readme.split(/^## /m).find((part) => part.startsWith("Value classes\n"))!
+    const table = section.split("\n\n").find((block) => block.startsWith("| check | operation | field | class |"))!
+    return table.split("\n").slice(2).map((line) => line.split(" | ").map((cell) => cell.replace(/^\| |\s*\|$/g, "")))
+  }
+
+  it("has a row for each value-class check of the catalogue, and no other, naming its operation, field and class", () => {
+    const valueChecks = Effect.runSync(catalogue).filter((check) => /^(values|contract)\./.test(check.id))
+    const table = rows()
+    expect(table.map(([id]) => id!.replaceAll("`", "")).sort()).toEqual(valueChecks.map((check) => check.id).sort())
+    for (const [id, operation, field, name] of table) {
+      expect(id!.replaceAll("`", "").split(".").slice(1), id).toEqual([operation, field, name])
+    }
+  })
+})
