@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { type Plan, runSuite } from "../../src/index.ts"
-import { failures, idsWith } from "./keys.ts"
+import { failures } from "./keys.ts"
 import { type Deployment, type RealServer, startRealServer } from "./realServer.ts"
 
 /**
