@@ -133,12 +133,13 @@ describe("observability", () => {
     const [port, adminPort] = [await freePort(), await freePort()]
     const open = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), DATA_DIR: ":memory:", METRICS_PUBLIC: "true" })
     try {
+      // Until the listener opens, connections are refused; the test's timeout, not a count of tries, guards a hang.
       let metrics: Response | undefined
-      for (let attempt = 0; attempt < 300 && metrics === undefined; attempt++) {
+      while (metrics === undefined && open.child.exitCode === null) {
         metrics = await fetch(`http://127.0.0.1:${adminPort}/metrics`).catch(() => undefined)
         if (metrics === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
       }
-      expect(metrics?.status).toBe(200)
+      expect(metrics?.status, open.output()).toBe(200)
       expect((await fetch(`http://127.0.0.1:${adminPort}/admin/keys`)).status).toBe(401)
     } finally {
       await open.stop()
