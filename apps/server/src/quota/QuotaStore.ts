@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Exit, Layer, Option, Request, RequestResolver, Schedule } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Option, Request, RequestResolver, Schedule, Semaphore } from "effect"
 import { answerTogetherOrEach } from "../db/batch.ts"
 import { Database } from "../db/Database.ts"
 import { DatabaseError } from "../db/DatabaseError.ts"
@@ -287,9 +287,12 @@ export class QuotaStore extends Context.Service<QuotaStore, {
       /**
        * Deletes expired rows, a bounded batch per statement through the
        * `expires_at` index, until a batch comes back short. Rows another
-       * process is admitting or deleting are skipped, not waited for.
+       * process is admitting or deleting are skipped, not waited for; this
+       * process sweeps once at a time, so a sweep that returns has seen every
+       * row it could delete.
        */
-      const expire = Effect.gen(function*() {
+      const oneSweepAtATime = yield* Semaphore.make(1)
+      const expire = oneSweepAtATime.withPermits(1)(Effect.gen(function*() {
         const cutoff = (yield* Clock.currentTimeMillis) - EXPIRY_GRACE_MILLIS
         let total = 0
         for (;;) {
@@ -303,7 +306,7 @@ export class QuotaStore extends Context.Service<QuotaStore, {
           total += deleted.length
           if (deleted.length < SWEEP_BATCH) return total
         }
-      })
+      }))
 
       // A sweep that fails (the database is away) is tried again at the next one.
       yield* expire.pipe(Effect.ignore, Effect.repeat(Schedule.spaced(SWEEP_EVERY)), Effect.forkScoped)
