@@ -9,11 +9,9 @@
  * Each runs a concurrent load of list, create and get through two server
  * processes: no 5xx, every acknowledged write present, and a key revoked
  * through one process refused by the other within the documented bound.
- * Then a pooler that desynchronises: named prepared statements forced through
- * it (not supported: the README says why), which makes PgBouncer 1.18 lose
- * answers (`got packet 'T' from server when not linked`). Requests fail
- * meanwhile (500, 503), but no connection stays wedged: once the load stops,
- * both processes serve again within seconds, by themselves.
+ * (Named prepared statements through PgBouncer 1.18 in transaction mode are not
+ * supported: the README says why, and wedge.process.test.ts shows a connection
+ * whose answer is lost being replaced.)
  */
 import { afterEach, describe, expect, it } from "vitest"
 import postgres from "postgres"
@@ -152,24 +150,5 @@ describe.runIf(pgbouncerBinary() !== undefined || process.env.CI === "true")("be
     console.info(`revocation seen by the other process after ${delay} ms (the key cache's TTL)`)
     // The TTL, plus a request's time on a loaded machine.
     expect(delay).toBeLessThan(KEY_CACHE_TTL_MS + 5_000)
-  }, 300_000)
-
-  it("a pooler that desynchronises (named prepared statements forced through it): whatever fails under load, the server serves again by itself", async () => {
-    const { processes, bouncer } = await setUp((_direct, pooled) => ({ DATABASE_URL: pooled, DATABASE_PREPARED_STATEMENTS: "true" }))
-    const key = await processes[0]!.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })
-    const result = await load(processes, key)
-    console.info(`named prepared statements through a transaction pooler: ${JSON.stringify([...result.statuses])}`)
-    for (const started of processes) {
-      let last = ""
-      const serves = await eventually(async () => {
-        const answers = await Promise.all(Array.from({ length: 20 }, () =>
-          send(`${started.origin}/v1/pets?limit=5`, { headers: json(key), signal: AbortSignal.timeout(10_000) })
-            .catch((error) => ({ status: 0, text: String(error) }))))
-        last = answers.map((answer) => `${answer.status} ${answer.text.slice(0, 120)}`).join("\n")
-        return answers.every((answer) => answer.status === 200)
-      }, 30_000, 200)
-      expect(serves, `${last}\n${started.server.output().slice(-3_000)}\n${bouncer.log().slice(-2_000)}`).toBe(true)
-      expect((await send(`${started.origin}/readyz`)).status).toBe(200)
-    }
   }, 300_000)
 })
