@@ -5,7 +5,8 @@
  * queued behind the lost answer, forever. The server closes a connection that
  * owes an answer and has been silent for the query timeout, counts it in
  * `database_connections_closed_total{reason="silent"}`, and serves again by
- * itself. (A pooler that desynchronises is in pooler.process.test.ts: PgBouncer
+ * itself, whichever answer was swallowed: a statement's, a new connection's
+ * start-up, or the answer to its TLS request. (A pooler that desynchronises is in pooler.process.test.ts: PgBouncer
  * in transaction mode with named prepared statements.)
  */
 import { afterEach, describe, expect, it } from "vitest"

@@ -78,11 +78,14 @@ export const watchAnswers = <S extends Duplex>(
   // When the last byte arrived, or the wait began; the timer checks it rather than being re-armed on every chunk.
   let heardAt = 0
   let timer: NodeJS.Timeout | undefined
+  let closing = false
   const close = (reason: CloseReason) => {
     clearTimeout(timer)
-    if (socket.destroyed) return
+    if (closing || socket.destroyed) return
+    closing = true
     onClose(reason)
-    socket.destroy()
+    // Once postgres.js's deferred writes have run (see `afterPendingWrites`).
+    setImmediate(() => setImmediate(() => socket.destroy()))
   }
   const check = () => {
     timer = undefined

@@ -1,6 +1,6 @@
 import { once } from "node:events"
 import net from "node:net"
-import type { Duplex } from "node:stream"
+import { Duplex } from "node:stream"
 import tls from "node:tls"
 import { watchAnswers, type CloseReason } from "./answerWatch.ts"
 import type { ConnectionSettings } from "./connectionSettings.ts"
@@ -51,18 +51,32 @@ interface PostgresSocketOptions {
   readonly path?: string | false
 }
 
-/** A socket that fails right after postgres.js has listened to it: its usual path for a failed connection. */
+/**
+ * A stand-in socket that fails (error, then close) once postgres.js has
+ * listened to it and written its start-up message: its usual path for a failed
+ * connection. Not before that write: postgres.js defers writes to an immediate
+ * and, when the socket closes first, keeps the cancelled immediate's handle, so
+ * that its next connection never sends its start-up message (and times out).
+ */
 const failedSocket = (error: unknown) => {
-  const socket = new net.Socket()
-  setImmediate(() => socket.destroy(error instanceof Error ? error : new Error(String(error))))
+  const socket = new Duplex({ read() {}, write: (_chunk, _encoding, done) => done() })
+  afterPendingWrites(() => {
+    socket.emit("error", error instanceof Error ? error : new Error(String(error)))
+    socket.emit("close", true)
+  })
   return socket
 }
 
-const withTimeout = async <A>(millis: number, socket: net.Socket, work: Promise<A>): Promise<A> => {
-  const timer = setTimeout(
-    () => socket.destroy(new ConnectionFailure("CONNECT_TIMEOUT", `no answer within ${millis / 1000} s`)),
-    millis
-  )
+/** After the immediates already due (postgres.js's deferred writes) have run. */
+export const afterPendingWrites = (run: () => void) => setImmediate(() => setImmediate(run))
+
+/** Connecting (TCP, TLS request, handshake) within `millis`, else the socket is closed and counted as silent. */
+const withTimeout = async <A>(options: SocketOptions, socket: net.Socket, work: Promise<A>): Promise<A> => {
+  const millis = options.connectTimeoutMillis
+  const timer = setTimeout(() => {
+    options.onClose("silent")
+    socket.destroy(new ConnectionFailure("CONNECT_TIMEOUT", `no answer within ${millis / 1000} s`))
+  }, millis)
   try {
     return await work
   } finally {
@@ -73,7 +87,7 @@ const withTimeout = async <A>(millis: number, socket: net.Socket, work: Promise<
 const open = async (options: SocketOptions, host: string, port: number, path: string | undefined): Promise<Duplex> => {
   const { settings } = options
   const raw = path === undefined ? net.connect({ host, port }) : net.connect({ path })
-  return withTimeout(options.connectTimeoutMillis, raw, (async () => {
+  return withTimeout(options, raw, (async () => {
     await once(raw, "connect")
     if (settings.sslMode === "disable") return raw
     raw.write(SSL_REQUEST)
