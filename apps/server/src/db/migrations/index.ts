@@ -9,6 +9,7 @@ import petVersions from "./0008_pet_versions.ts"
 import createOrders from "./0009_create_orders.ts"
 import createEvents from "./0012_create_events.ts"
 import createWebhooks from "./0013_create_webhooks.ts"
+import webhookEndpointSlots from "./0014_webhook_endpoint_slots.ts"
 
 export interface Migration {
   /** Versions only grow; a released migration is never edited, a new one is added. */
@@ -28,5 +29,6 @@ export const migrations: ReadonlyArray<Migration> = [
   petVersions,
   createOrders,
   createEvents,
-  createWebhooks
+  createWebhooks,
+  webhookEndpointSlots
 ]
