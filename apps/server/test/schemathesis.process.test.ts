@@ -24,7 +24,10 @@
  *   rightly 405: an empty one (`/store/orders//cancel` is sent as
  *   `/store/orders/cancel`), or one holding `?` unencoded, where the path
  *   ends. (One holding `;` or `#` unencoded is an unknown path, 404, since
- *   the router would stop reading there: README "Paths".)
+ *   the router would stop reading there: README "Paths");
+ * - a webhook URL the document admits but the operator's policy refuses (400:
+ *   `http://` without WEBHOOK_ALLOW_HTTP, a private address), and a key's
+ *   eleventh endpoint (400): the document cannot carry a deployment's switches.
  */
 import { execFile } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
@@ -50,7 +53,7 @@ interface Execution {
   readonly result: { readonly checks: ReadonlyArray<Check>; readonly errors: ReadonlyArray<unknown> }
 }
 
-const DOCUMENTED_QUERY = new Set(["limit", "status", "cursor"])
+const DOCUMENTED_QUERY = new Set(["limit", "status", "cursor", "type"])
 
 const beta = [
   "PATCH /v1/pets/{petId}",
@@ -66,6 +69,14 @@ const bodyCode = (check: Check) => {
     return JSON.parse(Buffer.from(check.response?.body ?? "", "base64").toString("utf8")).code as unknown
   } catch {
     return undefined
+  }
+}
+
+const bodyMessage = (check: Check) => {
+  try {
+    return String(JSON.parse(Buffer.from(check.response?.body ?? "", "base64").toString("utf8")).message)
+  } catch {
+    return ""
   }
 }
 
@@ -91,6 +102,14 @@ const explained = (check: Check): string | undefined => {
       (check.response?.status_code === 412 && bodyCode(check) === "precondition_failed"))
   ) {
     return "an order or a change refused because of the pet's or the order's state"
+  }
+  if (
+    check.name === "positive_data_acceptance" &&
+    check.response?.status_code === 400 &&
+    check.request.uri.includes("/v1/webhooks/endpoints") &&
+    /body\.url|at most \d+ webhook endpoints/.test(bodyMessage(check))
+  ) {
+    return "a webhook URL the operator's policy refuses (https only, no private addresses), or a key's eleventh endpoint"
   }
   if (
     ["status_code_conformance", "negative_data_rejection"].includes(check.name) &&

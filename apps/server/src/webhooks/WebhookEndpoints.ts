@@ -3,7 +3,7 @@ import { MAX_WEBHOOK_ENDPOINTS } from "@petstore/contract"
 import { Context, Effect, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { Database } from "../db/Database.ts"
-import type { DatabaseError } from "../db/DatabaseError.ts"
+import { type DatabaseError, errorCode } from "../db/DatabaseError.ts"
 import { arrayLiteral, sql } from "../db/sql.ts"
 import { traced } from "../observability/spans.ts"
 
@@ -42,6 +42,12 @@ export const toEndpoint = (row: EndpointRow): WebhookEndpoint => ({
 
 const COLUMNS = "id, url, description, event_types, enabled, disabled_reason, created_at, updated_at"
 
+interface NewEndpoint {
+  readonly url: string
+  readonly eventTypes: ReadonlyArray<EventType>
+  readonly description: string
+}
+
 export interface EndpointChange {
   readonly url?: string
   readonly eventTypes?: ReadonlyArray<EventType>
@@ -74,24 +80,30 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
     Effect.gen(function*() {
       const db = yield* Database
 
-      // The count and the insert are one statement; the key's row lock serialises a key's concurrent creates,
-      // so the bound holds whatever the concurrency.
-      const create = Effect.fnUntraced(function*(
-        apiKeyId: string,
-        endpoint: { readonly url: string; readonly eventTypes: ReadonlyArray<EventType>; readonly description: string }
-      ) {
-        const secret = newSecret()
-        const [row] = yield* db.query<EndpointRow>({
+      // The insert takes the key's lowest free slot (migration 0014): at most MAX_WEBHOOK_ENDPOINTS, whatever the
+      // concurrency. Two creates that pick the same slot conflict (23505); the loser tries again with a fresh look.
+      const insert = (apiKeyId: string, endpoint: NewEndpoint, secret: string) =>
+        db.query<EndpointRow>({
           text: `
-            WITH owner AS (SELECT id FROM api_keys WHERE id = $1 FOR UPDATE)
-            INSERT INTO webhook_endpoints (id, api_key_id, url, event_types, description, secret)
-            SELECT $2, owner.id, $3, $4::text[], $5, $6
-            FROM owner
-            WHERE (SELECT count(*) FROM webhook_endpoints WHERE api_key_id = $1) < $7::integer
+            INSERT INTO webhook_endpoints (id, api_key_id, url, event_types, description, secret, slot)
+            SELECT $2, k.id, $3, $4::text[], $5, $6, free.slot
+            FROM api_keys AS k,
+              LATERAL (SELECT min(s) AS slot FROM generate_series(1, $7::integer) AS s
+                       WHERE s NOT IN (SELECT slot FROM webhook_endpoints WHERE api_key_id = $1)) AS free
+            WHERE k.id = $1 AND free.slot IS NOT NULL
             RETURNING ${COLUMNS}`,
           values: [apiKeyId, newEndpointId(), endpoint.url, arrayLiteral(endpoint.eventTypes), endpoint.description, secret,
             MAX_WEBHOOK_ENDPOINTS]
         })
+
+      const create = Effect.fnUntraced(function*(apiKeyId: string, endpoint: NewEndpoint) {
+        const secret = newSecret()
+        const [row] = yield* insert(apiKeyId, endpoint, secret).pipe(
+          Effect.retry({
+            times: 2 * MAX_WEBHOOK_ENDPOINTS,
+            while: (error) => errorCode(error.cause) === "23505"
+          })
+        )
         return Option.map(Option.fromUndefinedOr(row), (row) => ({ endpoint: toEndpoint(row), secret }))
       }, traced("WebhookEndpoints.create"))
 

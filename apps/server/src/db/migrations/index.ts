@@ -10,6 +10,7 @@ import createOrders from "./0009_create_orders.ts"
 import quotaUsageExpires from "./0011_quota_usage_expires.ts"
 import createEvents from "./0012_create_events.ts"
 import createWebhooks from "./0013_create_webhooks.ts"
+import webhookEndpointSlots from "./0014_webhook_endpoint_slots.ts"
 
 export interface Migration {
   /** Versions only grow; a released migration is never edited, a new one is added. */
@@ -30,5 +31,6 @@ export const migrations: ReadonlyArray<Migration> = [
   createOrders,
   quotaUsageExpires,
   createEvents,
-  createWebhooks
+  createWebhooks,
+  webhookEndpointSlots
 ]
