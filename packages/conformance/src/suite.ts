@@ -207,7 +207,14 @@ export const suite = (options: SuiteOptions) =>
       }
     }
     // Whatever the service answers may echo a key: only its last four characters leave the suite.
-    const scrub = scrubber(allKeys.map((key) => key.secret))
+    // And so may a webhook endpoint's signing secret, which the webhooks checks hide once they have it.
+    const hidden: Array<string> = []
+    let scrubKeys = scrubber(allKeys.map((key) => key.secret))
+    const hideSecret = (secret: string) => {
+      hidden.push(secret)
+      scrubKeys = scrubber([...allKeys.map((key) => key.secret), ...hidden])
+    }
+    const scrub = (text: string) => scrubKeys(text)
     const scrubResult = (result: CheckResult): CheckResult => ({
       ...result,
       ...(result.reason === undefined ? {} : { reason: scrub(result.reason) }),
@@ -243,7 +250,8 @@ export const suite = (options: SuiteOptions) =>
       daily: options.daily ?? false,
       maxWaitSeconds,
       progress,
-      petName: () => `conformance-${runId}-${++pets}`
+      petName: () => `conformance-${runId}-${++pets}`,
+      hideSecret
     }
     const http = yield* makeHttp({
       baseUrl,

@@ -206,6 +206,7 @@ export const webhooksPhase = (
               received: `fields ${Object.keys(created ?? {}).join(", ")}`
             })
           }
+          run.hideSecret?.(created.secret)
           endpoint = { id: created.id, secret: created.secret }
         })),
         check("webhooks.headers", "deliveries carry webhook-id, webhook-timestamp (Unix seconds, near now) and webhook-signature (v1,…), as JSON", Effect.gen(function*() {
