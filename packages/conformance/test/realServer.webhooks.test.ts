@@ -34,7 +34,7 @@ const receivesOn = (backend: "pglite" | "postgres") => {
     ])
   }, 240_000)
 
-  it("fails registration with the reason when the deployment's URL policy refuses the receiver", async () => {
+  it("fails registration, naming the URL policies to look at, when the deployment refuses the receiver's URL", async () => {
     // A URL every deployment refuses (credentials in it): the failure still names the policies to look at.
     const result = await runSuite({
       baseUrl: server!.baseUrl,
