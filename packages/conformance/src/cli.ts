@@ -21,6 +21,7 @@ import { toHtml } from "./htmlReport.ts"
 import { colourStyle, formatResult, formatSummary, plainStyle, toJson, toJUnit } from "./report.ts"
 import { scrubber } from "./secrets.ts"
 import { suite } from "./suite.ts"
+import { parseListen } from "./webhookReceiver.ts"
 
 /** A seed for the schema-driven phase: a non-negative 31-bit integer, short enough to retype. */
 const randomSeed = () => Math.floor(Math.random() * 2 ** 31)
@@ -160,7 +161,19 @@ const conformance = Command.make(
         "The deployment's OpenAPI document, which every response is checked against (default BASE-URL/openapi.json when it exists)"
       )
     ),
-    html: Flag.String("html").pipe(Flag.optional, Flag.withDescription("Write a self-contained HTML report to FILE"))
+    html: Flag.String("html").pipe(Flag.optional, Flag.withDescription("Write a self-contained HTML report to FILE")),
+    webhooks: Flag.Boolean("webhooks").pipe(
+      Flag.withDefault(false),
+      Flag.withDescription("Also check webhook deliveries: a receiver of the run is registered, events are caused, and what arrives is checked")
+    ),
+    webhookListen: Flag.String("webhook-listen").pipe(
+      Flag.optional,
+      Flag.withDescription("Where the webhook receiver listens, HOST:PORT (default 127.0.0.1:0, a free port); implies --webhooks")
+    ),
+    webhookPublicUrl: Flag.String("webhook-public-url").pipe(
+      Flag.optional,
+      Flag.withDescription("The http(s) URL at which the deployment reaches the receiver, when not its listening address; implies --webhooks")
+    )
   },
   Effect.fn(function*(input) {
     const fromCommandLine = concatPlans(yield* keysFromFile(input.keysFile), yield* keysFromFlags(input.keys))
@@ -180,6 +193,16 @@ const conformance = Command.make(
       process.stdout.write(`${formatResult(result, style)}\n`)
     }
 
+    const listen = Option.getOrUndefined(input.webhookListen)
+    const publicUrl = Option.getOrUndefined(input.webhookPublicUrl)
+    if (listen !== undefined && parseListen(listen) === undefined) {
+      return yield* usage(`--webhook-listen takes HOST:PORT, such as 0.0.0.0:8099 or [::1]:8099, not "${listen}"`)
+    }
+    if (publicUrl !== undefined && (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol))) {
+      return yield* usage(`--webhook-public-url must be an http(s) URL such as https://hooks.example.com, not "${publicUrl}"`)
+    }
+    const webhooks = input.webhooks || listen !== undefined || publicUrl !== undefined
+
     if (input.fuzz < 0) return yield* usage(`--fuzz takes a number of requests, 0 or more, not ${input.fuzz}`)
     const seed = Option.getOrElse(input.seed, randomSeed)
     if (input.fuzz > 0) yield* Console.error(`fuzz: seed ${seed} (replay this run's generated requests with --seed ${seed})`)
@@ -193,6 +216,7 @@ const conformance = Command.make(
       fuzz: input.fuzz,
       seed,
       ...Option.match(input.openapi, { onNone: () => ({}), onSome: (openapi) => ({ openapi }) }),
+      ...(webhooks ? { webhooks: { listen, publicUrl } } : {}),
       onResult: printResult,
       onProgress: progress.show
     }).pipe(

@@ -25,7 +25,7 @@ const POLL_MILLIS = 250
 const MAX_PAGES = 50
 
 /** The JSON texts of the events in a page: a bare array, or the first array property of an envelope. */
-const eventsOf = (json: unknown): ReadonlyArray<string> | undefined => {
+export const eventsOf = (json: unknown): ReadonlyArray<string> | undefined => {
   const list = Array.isArray(json)
     ? json
     : typeof json === "object" && json !== null

@@ -13,3 +13,4 @@ export {
 export { toHtml } from "./htmlReport.ts"
 export { formatResult, formatSummary, toJson, toJUnit } from "./report.ts"
 export { InvalidKeys, InvalidOptions, type RefusedKey, runSuite, suite, type SuiteOptions } from "./suite.ts"
+export type { WebhookOptions } from "./webhooks.ts"

@@ -160,3 +160,28 @@ export const makeDocumentObserver = (validator: DocumentValidator) => {
     tally: (): DocumentTally => ({ checked, broken, first })
   }
 }
+
+/**
+ * A webhook delivery's body judged by the document's top-level `webhooks` (OpenAPI 3.1): the request body schema
+ * of `webhooks[<event type>].post`. `undescribed` when the document describes no such webhook.
+ */
+export const makeWebhookPayloadValidator = (document: unknown) => {
+  const doc = document as Json
+  const ajv = new Ajv2020({ strict: false, allErrors: false, logger: false, validateFormats: false })
+  ajv.addSchema(doc, DOCUMENT_ID)
+  const compiled = new Map<string, ValidateFunction>()
+  return (type: string, body: unknown): string | undefined | "undescribed" => {
+    const operation = doc.webhooks?.[type]?.post
+    if (typeof operation !== "object" || operation === null) return "undescribed"
+    const requestBody = resolve(doc, operation.requestBody, ["webhooks", type, "post", "requestBody"])
+    const declared = Object.keys(requestBody.value?.content ?? {}).find((media) => mediaType(media) === "application/json")
+    if (declared === undefined || requestBody.value.content[declared].schema === undefined) return "undescribed"
+    const ref = `${DOCUMENT_ID}${pointer([...requestBody.at, "content", declared, "schema"])}`
+    let validate = compiled.get(ref)
+    if (validate === undefined) {
+      validate = ajv.compile({ $ref: ref })
+      compiled.set(ref, validate)
+    }
+    return validate(body) ? undefined : firstError(validate.errors, "body")
+  }
+}

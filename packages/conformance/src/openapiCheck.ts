@@ -6,13 +6,15 @@ import { type Check, skipped } from "./checks.ts"
 import type { Exchange } from "./http.ts"
 import { CheckFailed } from "./model.ts"
 import { send as sendOnWire } from "./transport.ts"
-import { makeDocumentObserver, makeDocumentValidator } from "./openapi.ts"
+import { makeDocumentObserver, makeDocumentValidator, makeWebhookPayloadValidator } from "./openapi.ts"
 
 /** The deployment's document as the run found it: where, and the responses checked against it so far. */
 export interface LoadedDocument {
   readonly url: string | undefined
   /** The document's paths (relative to its server, as written), when it could be had. */
   readonly paths?: ReadonlyArray<string>
+  /** A webhook delivery's body judged by the document's top-level `webhooks`, when the document could be had. */
+  readonly webhookPayload?: (type: string, body: unknown) => string | undefined | "undescribed"
   readonly observe: (exchange: Exchange) => void
   readonly tally: () => { readonly checked: number; readonly broken: number }
   readonly check: Effect.Effect<void, CheckFailed | ReturnType<typeof skipped>>
@@ -85,6 +87,7 @@ export const loadDocument = (baseUrl: string, openapi: string | false | undefine
     return {
       url,
       paths: Object.keys(paths ?? {}),
+      webhookPayload: makeWebhookPayloadValidator(fetched.document),
       observe: observer.observe,
       tally: observer.tally,
       check: Effect.gen(function*() {

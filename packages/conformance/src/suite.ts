@@ -7,6 +7,7 @@ import { generalPhase } from "./general.ts"
 import { specChecks } from "./specChecks.ts"
 import { valueChecks } from "./valueChecks.ts"
 import { eventsPhase } from "./events.ts"
+import { type WebhookOptions, webhooksPhase } from "./webhooks.ts"
 import { anonymous, Http, makeHttp, probe, withKey } from "./http.ts"
 import { makeObservations } from "./invariants.ts"
 import { type ApiKey, CheckFailed, type CheckResult, type Plan, PLANS, summarize, type SuiteResult, Unreachable } from "./model.ts"
@@ -40,6 +41,8 @@ export interface SuiteOptions {
   readonly seed?: number
   /** The deployment's OpenAPI document, which every response is checked against. Default `<base URL>/openapi.json` when it exists; `false`: none. */
   readonly openapi?: string | false
+  /** Check webhook deliveries with a receiver of the run (`--webhooks`); without it the webhooks checks are skipped. */
+  readonly webhooks?: WebhookOptions
 }
 
 export class InvalidOptions extends Data.TaggedError("InvalidOptions")<{ readonly message: string }> {}
@@ -127,7 +130,8 @@ const invariantChecks = (tally: ReturnType<typeof makeObservations>["tally"]): R
 const phasesOf = (
   run: RunContext,
   checks: { readonly fuzz: ReadonlyArray<Check>; readonly invariants: ReadonlyArray<Check> },
-  documentPaths?: ReadonlyArray<string>
+  document: Parameters<typeof webhooksPhase>[2] = {},
+  webhooks?: WebhookOptions
 ) =>
   Effect.gen(function*() {
     const general = yield* generalPhase(run)
@@ -138,9 +142,11 @@ const phasesOf = (
       ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))
     ]
     phases.push(yield* storePhase(run))
-    phases.push(yield* eventsPhase(run, documentPaths))
+    phases.push(yield* eventsPhase(run, document.paths))
+    const receiving = yield* webhooksPhase(run, webhooks, document)
+    phases.push(receiving.phase)
     phases.push({ name: "invariants", after: phases.map((phase) => phase.name), checks: checks.invariants })
-    return phases
+    return { phases, release: receiving.release }
   })
 
 /** Every check of the suite (a plan's checks once per plan), as `--only` and `--grep` choose from them; nothing is sent. */
@@ -158,7 +164,7 @@ export const catalogue: Effect.Effect<ReadonlyArray<Pick<Check, "id" | "area" | 
   }
   const fuzz = yield* fuzzChecks(run, { requests: 0, seed: 0 })
   const noDocument = { url: undefined, observe: () => {}, tally: () => ({ checked: 0, broken: 0 }), check: Effect.void }
-  const phases = yield* phasesOf(run, {
+  const { phases } = yield* phasesOf(run, {
     fuzz: fuzz.checks,
     invariants: [...invariantChecks(makeObservations().tally), documentCheck(noDocument)]
   })
@@ -201,7 +207,14 @@ export const suite = (options: SuiteOptions) =>
       }
     }
     // Whatever the service answers may echo a key: only its last four characters leave the suite.
-    const scrub = scrubber(allKeys.map((key) => key.secret))
+    // And so may a webhook endpoint's signing secret, which the webhooks checks hide once they have it.
+    const hidden: Array<string> = []
+    let scrubKeys = scrubber(allKeys.map((key) => key.secret))
+    const hideSecret = (secret: string) => {
+      hidden.push(secret)
+      scrubKeys = scrubber([...allKeys.map((key) => key.secret), ...hidden])
+    }
+    const scrub = (text: string) => scrubKeys(text)
     const scrubResult = (result: CheckResult): CheckResult => ({
       ...result,
       ...(result.reason === undefined ? {} : { reason: scrub(result.reason) }),
@@ -237,7 +250,8 @@ export const suite = (options: SuiteOptions) =>
       daily: options.daily ?? false,
       maxWaitSeconds,
       progress,
-      petName: () => `conformance-${runId}-${++pets}`
+      petName: () => `conformance-${runId}-${++pets}`,
+      hideSecret
     }
     const http = yield* makeHttp({
       baseUrl,
@@ -268,17 +282,18 @@ export const suite = (options: SuiteOptions) =>
 
     const seed = options.seed ?? randomBytes(4).readUInt32BE() >>> 1
     const fuzz = yield* fuzzChecks(run, { requests: options.fuzz ?? DEFAULT_FUZZ_REQUESTS, seed })
-    const phases = yield* phasesOf(
+    const { phases, release } = yield* phasesOf(
       run,
       { fuzz: fuzz.checks, invariants: [...invariantChecks(observations.tally), documentCheck(document)] },
-      document.paths
+      document,
+      options.webhooks
     )
 
     const results = yield* runPhases(
       phases,
       isSelected({ only: options.only, grep: options.grep }),
       (result) => options.onResult?.(scrubResult(result))
-    ).pipe(Effect.provideService(Http, http))
+    ).pipe(Effect.ensuring(release), Effect.provideService(Http, http))
 
     return {
       runId,

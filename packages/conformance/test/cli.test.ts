@@ -209,6 +209,23 @@ describe("the command line", () => {
     }
   })
 
+  it("checks webhooks with --webhooks on a --webhook-listen address, and exits 2 for one that is not HOST:PORT", async () => {
+    const { baseUrl, keys } = await fixture()
+    const env = { CONFORMANCE_KEY_PRO: keys.pro[0]! }
+    const outcome = await conformance(["--base-url", baseUrl, "--grep", "webhooks.", "--webhook-listen", "127.0.0.1:0"], env)
+    expect(outcome.code, outcome.stdout).toBe(0)
+    expect(lastLine(outcome.stdout)).toBe("8 passed, 0 failed, 0 skipped")
+    const without = await conformance(["--base-url", baseUrl, "--grep", "webhooks.register"], env)
+    expect(without.stdout).toContain("SKIP")
+    expect(without.stdout).toContain("--webhooks")
+    const bad = await conformance(["--base-url", baseUrl, "--webhooks", "--webhook-listen", "localhost"], env)
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain("--webhook-listen takes HOST:PORT")
+    const badUrl = await conformance(["--base-url", baseUrl, "--webhook-public-url", "ftp://x"], env)
+    expect(badUrl.code).toBe(2)
+    expect(badUrl.stderr).toContain("--webhook-public-url must be an http(s) URL")
+  })
+
   it("runs only the spec's checks with --only spec", async () => {
     const { baseUrl, keys } = await fixture("no-405")
     const outcome = await conformance(["--base-url", baseUrl, "--only", "spec", "--grep", "create"], { CONFORMANCE_KEY_PRO: keys.pro[0]! })

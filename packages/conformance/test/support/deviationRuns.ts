@@ -20,7 +20,8 @@ export const catchesEach = (deviations: ReadonlyArray<DeviationCase & { readonly
           keys: keysOf(fixture, deviation.keys ?? DEFAULT_KEYS),
           staffKey: fixture.staffKeys[0],
           ...(daily ? { daily: true, grep: "daily" } : {}),
-          ...(deviation.grep === undefined ? {} : { grep: deviation.grep })
+          ...(deviation.grep === undefined ? {} : { grep: deviation.grep }),
+          ...(deviation.webhooks === true ? { webhooks: {} } : {})
         })
         const failed = idsWith(result, "fail")
         const caught = deviation.caughtBy.filter((id) => failed.includes(id))
@@ -40,6 +41,9 @@ export const isAboutValues = (deviation: (typeof DEVIATIONS)[number]) => deviati
 
 /** The deviations of the events list (`events.*`): deviations.events.test.ts runs them. */
 export const isAboutEvents = (deviation: (typeof DEVIATIONS)[number]) => deviation.caughtBy.every((id) => id.startsWith("events."))
+
+/** The deviations of webhook deliveries (`webhooks.*`): deviations.webhooks.test.ts runs them. */
+export const isAboutWebhooks = (deviation: (typeof DEVIATIONS)[number]) => deviation.caughtBy.every((id) => id.startsWith("webhooks."))
 
 /** The deviations about pets, validation, authentication and error bodies; the others are about headers, quotas and extensions. */
 export const isAboutResources = (deviation: (typeof DEVIATIONS)[number]) =>

@@ -18,7 +18,11 @@ export interface RealServer {
 /** How a PostgreSQL run reaches its fresh database: a pooler in front of it, another role; undone after the run. */
 export type Deployment = (databaseUrl: string) => Promise<{ readonly env: Record<string, string>; readonly undo: () => Promise<void> }>
 
-export const startRealServer = async (backend: "pglite" | "postgres", deployment?: Deployment): Promise<RealServer> => {
+export const startRealServer = async (
+  backend: "pglite" | "postgres",
+  deployment?: Deployment,
+  env: Record<string, string> = {}
+): Promise<RealServer> => {
   if (backend === "postgres" && postgresAdminUrl === undefined) {
     throw new Error("CI=true but DATABASE_URL is not set: the PostgreSQL run of the conformance suite cannot run")
   }
@@ -31,7 +35,8 @@ export const startRealServer = async (backend: "pglite" | "postgres", deployment
     const started = await startServerProcess({
       DATA_DIR: ":memory:",
       ...(database === undefined ? {} : { DATABASE_URL: database.url }),
-      ...deployed?.env
+      ...deployed?.env,
+      ...env
     })
     return {
       baseUrl: `${started.origin}/v1`,
