@@ -14,7 +14,7 @@ export interface Answer {
 export type Outcome = Answer | { readonly status: 0; readonly error: string }
 
 export interface RequestOptions {
-  readonly method?: "GET" | "POST"
+  readonly method?: "GET" | "POST" | "DELETE"
   readonly headers?: Record<string, string>
   readonly body?: unknown
   readonly agent?: Agent

@@ -8,7 +8,8 @@
  * Quotas are checked away from window boundaries (`awayFromBoundaries`), since
  * a burst that straddles a minute legitimately gets two windows' worth.
  */
-import { planQuotas } from "@petstore/contract"
+import { planQuotas, verifyWebhook } from "@petstore/contract"
+import { Effect } from "effect"
 import { missingTool, tryConnect } from "@petstore/test-support"
 import { readFileSync, readlinkSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -22,7 +23,8 @@ import {
   missingPrerequisite,
   startFleet
 } from "../src/fleet.ts"
-import { burst, concurrently, type Outcome, send, steadyLoad, tally } from "../src/load.ts"
+import { burst, concurrently, type LoadReport, type Outcome, send, type SteadyLoad, steadyLoad, tally } from "../src/load.ts"
+import { type ReceivedDelivery, startWebhookReceiver } from "../src/webhookReceiver.ts"
 
 const SKEW = { host: "host3", offset: "-1.8s", seconds: -1.8 } as const
 const schedule = healthCheckSchedule(readFileSync(haproxyConfigFile, "utf8"))
@@ -36,6 +38,10 @@ const DRAIN_SECONDS = Math.ceil((2 * (schedule.interMs + (schedule.fall - 1) * s
 const DETECTION_BOUND_MS = schedule.interMs + (schedule.fall - 1) * schedule.fastinterMs + schedule.timeoutCheckMs
 const RECOVERY_BOUND_MS = 30_000
 const REQUEST_BOUND_MS = 10_000
+/** A hang guard for deliveries to catch up after the load (an interrupted one waits out its 30 s lease). */
+const DELIVERY_BOUND_MS = 120_000
+/** The receiver listens on the test network's gateway: a private address, over plain HTTP. */
+const WEBHOOK_ENV = { WEBHOOK_ALLOW_HTTP: "true", WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "true" }
 
 const auth = (key: string) => ({ authorization: `Bearer ${key}` })
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -109,6 +115,30 @@ const statusWhenListenerCloses = async (fleet: Fleet, host: FleetHost, timeoutMs
   return `still listening ${timeoutMs} ms after SIGTERM (${status})`
 }
 
+/**
+ * SIGTERM each host in turn, wait for it to exit cleanly, start it again and
+ * wait until the balancer has it UP. Notes in `during` how many of the load's
+ * requests were answered while each host was away, and in `statusAtClose` the
+ * balancer's status of each as its listener closed.
+ */
+const rollingRestart = async (
+  fleet: Fleet,
+  load: SteadyLoad,
+  during: Record<string, number>,
+  statusAtClose: Record<string, string>
+) => {
+  for (const name of HOST_NAMES) {
+    const host = fleet.hosts[name]
+    const answeredBefore = load.answered()
+    const stopping = host.stop("SIGTERM")
+    statusAtClose[name] = await statusWhenListenerCloses(fleet, host, (DRAIN_SECONDS + 30) * 1_000)
+    expect(await stopping, `${name} after SIGTERM:\n${host.output()}`).toEqual({ code: 0, signal: null })
+    await host.start()
+    expect(await fleet.balancerSees({ [name]: "UP" }, RECOVERY_BOUND_MS), `${name} back UP at the balancer`).toBe(true)
+    during[name] = load.answered() - answeredBefore
+  }
+}
+
 const hostOutputs = (fleet: Fleet) =>
   HOST_NAMES.map((name) => `--- ${name}:\n${fleet.hosts[name].output().slice(-2_000)}`).join("\n")
 
@@ -117,7 +147,7 @@ const missing = missingPrerequisite()
 describe("a fleet of three hosts behind HAProxy on one PostgreSQL", missing === undefined ? {} : missingTool(missing), () => {
   let fleet: Fleet
   beforeAll(async () => {
-    fleet = await startFleet({ skew: SKEW, drainSeconds: DRAIN_SECONDS })
+    fleet = await startFleet({ skew: SKEW, drainSeconds: DRAIN_SECONDS, hostEnv: WEBHOOK_ENV })
   }, 180_000)
   afterAll(async () => {
     await fleet?.destroy()
@@ -201,16 +231,7 @@ describe("a fleet of three hosts behind HAProxy on one PostgreSQL", missing === 
     const statusAtClose: Record<string, string> = {}
     try {
       expect(await waitUntil(() => load.answered() >= 30, REQUEST_BOUND_MS)).toBe(true)
-      for (const name of HOST_NAMES) {
-        const host = fleet.hosts[name]
-        const answeredBefore = load.answered()
-        const stopping = host.stop("SIGTERM")
-        statusAtClose[name] = await statusWhenListenerCloses(fleet, host, (DRAIN_SECONDS + 30) * 1_000)
-        expect(await stopping, `${name} after SIGTERM:\n${host.output()}`).toEqual({ code: 0, signal: null })
-        await host.start()
-        expect(await fleet.balancerSees({ [name]: "UP" }, RECOVERY_BOUND_MS), `${name} back UP at the balancer`).toBe(true)
-        during[name] = load.answered() - answeredBefore
-      }
+      await rollingRestart(fleet, load, during, statusAtClose)
     } finally {
       const report = await load.stop()
       console.info(
@@ -228,6 +249,86 @@ describe("a fleet of three hosts behind HAProxy on one PostgreSQL", missing === 
     expect(statusAtClose).toEqual({ host1: "DOWN", host2: "DOWN", host3: "DOWN" })
     await everyHostUp(fleet)
   }, 150_000)
+
+  it("webhooks through a rolling restart: every committed pet.created reaches a real receiver, signed, none invented, each once", async () => {
+    const receiver = await startWebhookReceiver(fleet.network.gateway)
+    const key = await enterpriseKey(fleet)
+    const registered = await send(`${fleet.origin}/v1/webhooks/endpoints`, {
+      method: "POST",
+      headers: auth(key),
+      body: { url: receiver.url, eventTypes: ["pet.created"], description: "the fleet test's receiver" },
+      timeoutMs: REQUEST_BOUND_MS
+    })
+    expect(registered.status, JSON.stringify(registered)).toBe(201)
+    const endpoint = JSON.parse((registered as { text: string }).text) as { id: string; secret: string }
+    const label = `webhooks ${endpoint.id}`
+    const during: Record<string, number> = {}
+    const statusAtClose: Record<string, string> = {}
+    try {
+      const load = steadyLoad({ origin: fleet.origin, key, workers: 6, pauseMs: 20, maxRequests: 60_000, maxMs: 120_000, label })
+      let report: LoadReport
+      try {
+        expect(await waitUntil(() => load.answered() >= 30, REQUEST_BOUND_MS)).toBe(true)
+        await rollingRestart(fleet, load, during, statusAtClose)
+      } finally {
+        report = await load.stop()
+        console.info(
+          `fleet: webhooks through a rolling restart: ${report.requests} requests, ${JSON.stringify(report.byStatus)}, ` +
+            `${report.created.length} pets acknowledged; answered while each host restarted: ${JSON.stringify(during)}`
+        )
+      }
+      expect(report.failures, hostOutputs(fleet)).toEqual([])
+      const acknowledged = report.created
+      expect(acknowledged.length).toBeGreaterThan(0)
+
+      // Every committed write of the load (acknowledged or not: a 201 may be lost on the way) has its event.
+      const committed = await fleet.sql<Array<{ id: string; petId: string }>>`
+        SELECT id, data->>'id' AS "petId" FROM events WHERE type = 'pet.created' AND data->>'name' LIKE ${`${label} %`}`
+      const committedByPet = new Map(committed.map((event) => [Number(event.petId), event.id]))
+      expect(acknowledged.filter((petId) => !committedByPet.has(petId)), "acknowledged pets without a committed event").toEqual([])
+      const committedIds = new Set(committed.map((event) => event.id))
+      const delivered = () => new Set(receiver.received.map((delivery) => delivery.webhookId))
+      const caughtUp = await waitUntil(async () => {
+        const arrived = delivered()
+        if (![...committedIds].every((id) => arrived.has(id))) return false
+        const queued = await fleet.sql<Array<{ queued: number }>>`
+          SELECT count(*)::int AS queued FROM webhook_messages WHERE endpoint_id = ${endpoint.id}`
+        return queued[0]?.queued === 0
+      }, DELIVERY_BOUND_MS, 250)
+      const arrived = delivered()
+      expect(
+        { caughtUp, notArrived: acknowledged.filter((petId) => !arrived.has(committedByPet.get(petId)!)) },
+        hostOutputs(fleet)
+      ).toEqual({ caughtUp: true, notArrived: [] })
+
+      // Nothing invented: each delivery is a committed event of the load, signed with the endpoint's secret,
+      // and carries that event's pet.
+      for (const delivery of receiver.received) {
+        const event = await Effect.runPromise(verifyWebhook(endpoint.secret, delivery.headers as Record<string, string>, delivery.body))
+        expect(event.id).toBe(delivery.webhookId)
+        expect(committedIds.has(event.id), `delivered ${event.id}, which no committed write of the load caused`).toBe(true)
+        expect(event.type).toBe("pet.created")
+        expect(committedByPet.get(Number((event.data as { id: number }).id))).toBe(event.id)
+      }
+
+      // Once each: a webhook-id twice only where a delivery of it failed (the receiver's answer did not go out whole).
+      const receipts = new Map<string, Array<ReceivedDelivery>>()
+      for (const delivery of receiver.received) receipts.set(delivery.webhookId, [...(receipts.get(delivery.webhookId) ?? []), delivery])
+      const unexplained = [...receipts].filter(([, copies]) => copies.length > 1 && copies.every((copy) => copy.answered))
+      const unanswered = receiver.received.filter((delivery) => !delivery.answered).length
+      console.info(
+        `fleet: webhooks: ${committedIds.size} events committed, ${receiver.received.length} deliveries received, ` +
+          `${receipts.size} distinct webhook-ids, ${unanswered} answers not written out`
+      )
+      expect(unexplained.map(([id, copies]) => `${id} × ${copies.length}`), "duplicates after answers that all went out").toEqual([])
+      expect(receipts.size).toBe(committedIds.size)
+    } finally {
+      await send(`${fleet.origin}/v1/webhooks/endpoints/${endpoint.id}`, { method: "DELETE", headers: auth(key), timeoutMs: REQUEST_BOUND_MS })
+      await receiver.close()
+    }
+    expect(statusAtClose).toEqual({ host1: "DOWN", host2: "DOWN", host3: "DOWN" })
+    await everyHostUp(fleet)
+  }, 300_000)
 
   it("a host killed (SIGKILL) under load: the balancer stops sending to it within its health checks, quotas stay exact, every 201 is stored", async () => {
     const victim: FleetHost = fleet.hosts.host2

@@ -171,7 +171,9 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           Effect.catch((error) => Effect.logWarning("webhook wake-ups unavailable; polling").pipe(Effect.annotateLogs({ cause: String(error) })))
         )
         const loop = Effect.gen(function*() {
-          const claimed = yield* runOnce
+          // A round in flight at shutdown (SIGTERM) finishes and records what it delivered, within the 15 s
+          // delivery timeout: interrupted, its claims would wait out their leases and reach receivers twice.
+          const claimed = yield* Effect.uninterruptible(runOnce)
           if (claimed < CLAIM_BATCH) {
             yield* Effect.race(Effect.sleep(POLL_MILLIS), woken)
             // A burst of commits wakes once: what they queued is claimed together.
