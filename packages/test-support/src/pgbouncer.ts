@@ -3,6 +3,7 @@ import { once } from "node:events"
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import postgres from "postgres"
 import { freePort } from "./ports.ts"
 
 /** Debian's `pgbouncer` binary, or `PGBOUNCER`; undefined when neither is installed. */
@@ -14,6 +15,8 @@ export interface PgBouncer {
   /** `url` (a `postgres://` URL of the PostgreSQL behind it) with PgBouncer's address in place of its host and port. */
   readonly through: (url: string) => string
   readonly log: () => string
+  /** Runs a command on PgBouncer's admin console (`SHOW POOLS`, `SET pool_mode = 'session'`, …); returns its rows. */
+  readonly admin: (command: string) => Promise<ReadonlyArray<Record<string, unknown>>>
   readonly stop: () => Promise<void>
 }
 
@@ -57,6 +60,8 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<PgBounc
       `default_pool_size = ${options.defaultPoolSize ?? 20}`,
       "max_client_conn = 5000",
       `logfile = ${logFile}`,
+      // The admin console, for the tests that change PgBouncer while it runs.
+      `admin_users = ${options.users[0]}`,
       ...(options.settings ?? [])
     ].join("\n") + "\n"
   )
@@ -105,6 +110,15 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<PgBounc
     port,
     through: (url) => url.replace(/@[^/]+\//, `@127.0.0.1:${port}/`),
     log,
+    admin: async (command) => {
+      // The console speaks only the simple protocol: no type lookup at connect, one simple query.
+      const adminConsole = postgres({ host: "127.0.0.1", port, database: "pgbouncer", username: options.users[0], max: 1, fetch_types: false, onnotice: () => {} })
+      try {
+        return await adminConsole.unsafe(command).simple()
+      } finally {
+        await adminConsole.end({ timeout: 5 })
+      }
+    },
     stop: async () => {
       await stopChild()
       process.off("exit", onExit)

@@ -52,7 +52,7 @@ import { AppConfig, type AppConfigValues, StartupError, usesPreparedStatements }
 import { measureQuery, recordConnectionClosedUnsafe, recordStatementTimeout } from "../observability/metrics.ts"
 import { connectionSettings } from "./connectionSettings.ts"
 import { DatabaseError, QueryTimeout } from "./DatabaseError.ts"
-import type { Driver } from "./Driver.ts"
+import type { Driver, Rows } from "./Driver.ts"
 import { knownVersion, migrate, migrationName, readSchemaState } from "./migrate.ts"
 import { pgliteDriver } from "./pgliteDriver.ts"
 import { postgresDriver } from "./postgresDriver.ts"
@@ -217,19 +217,23 @@ export class Database extends Context.Service<Database, {
       return Database.of({
         kind: main.kind,
         query: <Row>(statement: Statement) =>
-          measureQuery(Effect.tryPromise({
-            try: () => main.query(statement.text, statement.values) as Promise<ReadonlyArray<Row>>,
-            catch: (cause) => new DatabaseError({ cause })
-          })).pipe(
-            Effect.timeoutOrElse({
-              duration: QUERY_TIMEOUT_MILLIS,
-              orElse: () =>
-                Effect.andThen(
-                  recordStatementTimeout,
-                  Effect.fail(new DatabaseError({ cause: new QueryTimeout(QUERY_TIMEOUT_MILLIS) }))
-                )
-            })
-          ),
+          Effect.suspend(() => {
+            let sent: Promise<Rows> | undefined
+            return measureQuery(Effect.tryPromise({
+              try: () => (sent = main.query(statement.text, statement.values)) as Promise<ReadonlyArray<Row>>,
+              catch: (cause) => new DatabaseError({ cause })
+            })).pipe(
+              Effect.timeoutOrElse({
+                duration: QUERY_TIMEOUT_MILLIS,
+                orElse: () =>
+                  recordStatementTimeout.pipe(
+                    // Nothing may wait behind it: its connection may be lost to the protocol (README, "Outages").
+                    Effect.andThen(Effect.sync(() => sent !== undefined && main.abandon(sent))),
+                    Effect.andThen(Effect.fail(new DatabaseError({ cause: new QueryTimeout(QUERY_TIMEOUT_MILLIS) })))
+                  )
+              })
+            )
+          }),
         listen: (channel, onNotify) =>
           Effect.asVoid(Effect.acquireRelease(
             Effect.tryPromise({ try: () => listener.listen(channel, onNotify), catch: (cause) => new DatabaseError({ cause }) }),

@@ -7,6 +7,12 @@ export interface Driver {
   readonly kind: "postgres" | "pglite"
   readonly query: RunQuery
   readonly transaction: <A>(body: (query: RunQuery) => Promise<A>) => Promise<A>
+  /**
+   * Gives up a statement `query` started that timed out, so that nothing waits
+   * behind it: it leaves the queue if it was never sent, else its connection is
+   * closed (and replaced), whatever state the connection is in.
+   */
+  readonly abandon: (statement: Promise<Rows>) => void
   /** Calls `onNotify` for each NOTIFY on the channel; the returned function stops listening. */
   readonly listen: (channel: string, onNotify: (payload: string) => void) => Promise<() => Promise<void>>
   readonly close: () => Promise<void>

@@ -18,23 +18,69 @@ import type { Duplex } from "node:stream"
  * A connection is closed when
  * - something is owed and no byte has arrived for `silenceMillis` ("silent"), or
  * - a `ReadyForQuery` arrives when nothing is owed ("out of protocol": the
- *   answers no longer belong to the questions).
+ *   answers no longer belong to the questions), or
+ * - a statement on it timed out ("timed_out", closed through the session's key
+ *   from `BackendKeyData`): postgres.js can itself lose track of a connection
+ *   whose answers were mixed up, owing nothing on the wire while a statement
+ *   waits on it forever, which a pooler that desynchronises showed.
  *
  * It sees the protocol in the clear: TLS, when used, is below it.
  */
 
-export type CloseReason = "silent" | "out_of_protocol"
+export type CloseReason = "silent" | "out_of_protocol" | "timed_out"
 
-/** Reads message boundaries from a byte stream: a type byte (none for the client's first message) and a 4-byte length. */
+/**
+ * The open watched connections of one pool by their session's key: the process
+ * id and secret PostgreSQL (or a pooler, for its client connection) sends in
+ * `BackendKeyData`, unique while the session lives. postgres.js marks each
+ * statement with them, so a statement that timed out can close its connection.
+ */
+export class Sessions {
+  private readonly byKey = new Map<string, (reason: CloseReason) => void>()
+
+  add(pid: number, secret: number, close: (reason: CloseReason) => void): () => void {
+    const key = `${pid}:${secret}`
+    this.byKey.set(key, close)
+    return () => this.byKey.get(key) === close && this.byKey.delete(key)
+  }
+
+  /** Closes the session's connection if it is still open; true if it was. */
+  close(pid: number, secret: number, reason: CloseReason): boolean {
+    const close = this.byKey.get(`${pid}:${secret}`)
+    close?.(reason)
+    return close !== undefined
+  }
+
+  get size() {
+    return this.byKey.size
+  }
+}
+
+/**
+ * Reads message boundaries from a byte stream: a type byte (none for the
+ * client's first message) and a 4-byte length. Bodies are skipped, except those
+ * of `kept` types (small ones), which `onBody` receives.
+ */
 class Framer {
   private header = Buffer.alloc(0)
   private skip = 0
   private untyped: boolean
+  private body: Array<Uint8Array> | undefined
+  private keptType = 0
   private readonly onMessage: (type: number) => void
+  private readonly kept: ReadonlySet<number>
+  private readonly onBody: (type: number, body: Buffer) => void
 
-  constructor(untyped: boolean, onMessage: (type: number) => void) {
+  constructor(
+    untyped: boolean,
+    onMessage: (type: number) => void,
+    kept: ReadonlySet<number> = new Set(),
+    onBody: (type: number, body: Buffer) => void = () => {}
+  ) {
     this.untyped = untyped
     this.onMessage = onMessage
+    this.kept = kept
+    this.onBody = onBody
   }
 
   push(chunk: Uint8Array) {
@@ -42,8 +88,10 @@ class Framer {
     while (at < chunk.length) {
       if (this.skip > 0) {
         const taken = Math.min(this.skip, chunk.length - at)
+        this.body?.push(chunk.subarray(at, at + taken))
         this.skip -= taken
         at += taken
+        if (this.skip === 0 && this.body !== undefined) this.keep()
         continue
       }
       const headerLength = this.untyped ? 4 : 5
@@ -58,7 +106,18 @@ class Framer {
       this.header = Buffer.alloc(0)
       this.skip = length - 4
       this.onMessage(type)
+      if (this.kept.has(type)) {
+        this.body = []
+        this.keptType = type
+        if (this.skip === 0) this.keep()
+      }
     }
+  }
+
+  private keep() {
+    const body = Buffer.concat(this.body!)
+    this.body = undefined
+    this.onBody(this.keptType, body)
   }
 }
 
@@ -66,12 +125,15 @@ const SYNC = 0x53 // S
 const QUERY = 0x51 // Q
 const FLUSH = 0x48 // H
 const READY_FOR_QUERY = 0x5a // Z
+const BACKEND_KEY_DATA = 0x4b // K
+
 
 /** Watches `socket` (already connected, in the clear) from the client's first byte on; returns it. */
 export const watchAnswers = <S extends Duplex>(
   socket: S,
   silenceMillis: number,
-  onClose: (reason: CloseReason) => void
+  onClose: (reason: CloseReason) => void,
+  sessions?: Sessions
 ): S => {
   let owed = 0
   let flushOwed = false
@@ -116,6 +178,10 @@ export const watchAnswers = <S extends Duplex>(
     }
     if (owed === 0) return close("out_of_protocol")
     owed--
+  }, new Set([BACKEND_KEY_DATA]), (_type, body) => {
+    if (body.length < 8 || sessions === undefined) return
+    const forget = sessions.add(body.readUInt32BE(0), body.readUInt32BE(4), close)
+    socket.once("close", forget)
   })
   const write = socket.write.bind(socket) as (...args: Array<unknown>) => boolean
   socket.write = ((chunk: unknown, ...rest: Array<unknown>) => {

@@ -2,7 +2,7 @@ import { once } from "node:events"
 import net from "node:net"
 import { Duplex } from "node:stream"
 import tls from "node:tls"
-import { watchAnswers, type CloseReason } from "./answerWatch.ts"
+import { type CloseReason, type Sessions, watchAnswers } from "./answerWatch.ts"
 import type { ConnectionSettings } from "./connectionSettings.ts"
 
 /**
@@ -43,6 +43,8 @@ export interface SocketOptions {
   readonly silenceMillis: number
   readonly connectTimeoutMillis: number
   readonly onClose: (reason: CloseReason) => void
+  /** Where each watched connection is filed by its session's key. */
+  readonly sessions?: Sessions
 }
 
 interface PostgresSocketOptions {
@@ -132,7 +134,7 @@ export const socketFactory = (options: SocketOptions) => {
       const index = (first + tried) % count
       try {
         const socket = await open(options, hosts[index]!, ports[index] ?? ports[0]!, path)
-        return options.silenceMillis > 0 ? watchAnswers(socket, options.silenceMillis, options.onClose) : socket
+        return options.silenceMillis > 0 ? watchAnswers(socket, options.silenceMillis, options.onClose, options.sessions) : socket
       } catch (error) {
         lastError = error
       }

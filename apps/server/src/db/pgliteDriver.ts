@@ -21,6 +21,8 @@ export const pgliteDriver = async (dataDir: string | undefined): Promise<Driver>
     kind: "pglite",
     query: run(db),
     transaction: (body) => db.transaction((tx) => body(run(tx))),
+    // One engine in this process, no connection to replace: a statement runs to its end.
+    abandon: () => {},
     listen: (channel, onNotify) => db.listen(channel, onNotify),
     close: () => db.close()
   }

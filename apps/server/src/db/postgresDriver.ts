@@ -1,5 +1,5 @@
 import postgres from "postgres"
-import type { CloseReason } from "./answerWatch.ts"
+import { type CloseReason, Sessions } from "./answerWatch.ts"
 import type { ConnectionSettings } from "./connectionSettings.ts"
 import { socketFactory } from "./connections.ts"
 import { type Driver, INT8_OID, parseInt8, type RunQuery } from "./Driver.ts"
@@ -31,6 +31,7 @@ export interface PostgresDriverOptions {
 
 /** PostgreSQL through postgres.js, each connection made by `connections.ts`. */
 export const postgresDriver = (settings: ConnectionSettings, options: PostgresDriverOptions): Driver => {
+  const sessions = new Sessions()
   const client = postgres(settings.url, {
     max: options.poolSize,
     prepare: options.prepare,
@@ -45,7 +46,8 @@ export const postgresDriver = (settings: ConnectionSettings, options: PostgresDr
         settings,
         silenceMillis: options.silenceMillis,
         connectTimeoutMillis: 5_000,
-        onClose: options.onConnectionClosed
+        onClose: options.onConnectionClosed,
+        sessions
       })
     } as {}),
     ...(settings.targetSessionAttrs === undefined ? {} : { target_session_attrs: settings.targetSessionAttrs as "primary" }),
@@ -60,6 +62,13 @@ export const postgresDriver = (settings: ConnectionSettings, options: PostgresDr
     kind: "postgres",
     query: run(client),
     transaction: (body) => client.begin((tx) => body(run(tx))) as Promise<never>,
+    abandon: (statement) => {
+      // postgres.js marks a statement it sent with its connection's session (`BackendKeyData`).
+      const query = statement as postgres.PendingQuery<postgres.Row[]> & { state?: { pid: number | null; secret: number | null } }
+      const session = query.state
+      if (session === undefined) return void query.cancel()
+      if (session.pid !== null && session.secret !== null) sessions.close(session.pid, session.secret, "timed_out")
+    },
     listen: async (channel, onNotify) => {
       const { unlisten } = await client.listen(channel, onNotify)
       return unlisten

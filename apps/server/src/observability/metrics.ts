@@ -25,8 +25,8 @@ const databaseQueryDuration = Metric.histogram("database_query_duration_seconds"
 })
 
 const databaseConnectionsClosed = Metric.counter("database_connections_closed_total", {
-  description: "Connections to PostgreSQL the server closed itself, by reason: silent (an answer owed did not come in time) " +
-    "or out_of_protocol (an answer nothing had asked for)"
+  description: "Connections to PostgreSQL the server closed itself, by reason: silent (an answer owed did not come in time), " +
+    "out_of_protocol (an answer nothing had asked for) or timed_out (a statement on it timed out)"
 })
 const databaseTimeouts = Metric.counter("database_statement_timeouts_total", {
   description: "Statements given up after the query timeout (the request got a 503)"
