@@ -1,12 +1,16 @@
 // @ts-check
 /**
- * What every script needs to talk to the API and judge its answers: headers, JSON bodies, the Error, Pet
- * and Order shapes, and the rate-limit headers (README "Quotas").
+ * What every script needs to talk to the API and judge its answers: headers, JSON bodies, the Error, Pet,
+ * Order, Event and webhook endpoint shapes, and the rate-limit headers (README "Quotas").
  */
 /** @import { Response } from "k6/http" */
 
 export const PET_STATUSES = ["available", "pending", "sold"];
 export const ORDER_STATUSES = ["placed", "delivered", "cancelled"];
+/** Every event type (README "Events and webhooks"). */
+export const EVENT_TYPES = ["pet.created", "pet.updated", "pet.deleted", "order.placed", "order.cancelled", "order.delivered", "webhook.test"];
+/** A key may register this many webhook endpoints (the contract's MAX_WEBHOOK_ENDPOINTS). */
+export const MAX_WEBHOOK_ENDPOINTS = 10;
 
 /**
  * @param {string} key an API key
@@ -94,7 +98,7 @@ export function isPetArray(value) {
  * @param {unknown} value
  * @returns {boolean} whether value is an ISO 8601 UTC time with milliseconds, as the store writes them
  */
-function isTimestamp(value) {
+export function isTimestamp(value) {
   return typeof value === "string" && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value) && isFinite(Date.parse(value));
 }
 
@@ -111,6 +115,77 @@ export function isOrder(value) {
     ORDER_STATUSES.indexOf(value.status) >= 0 && isTimestamp(value.placedAt) && isTimestamp(value.updatedAt) &&
     Date.parse(String(value.updatedAt)) >= Date.parse(String(value.placedAt)) &&
     Object.keys(value).every((field) => allowed.indexOf(field) >= 0);
+}
+
+/**
+ * @param {unknown} value
+ * @param {string[]} allowed
+ * @returns {boolean} whether value is an object with no field outside `allowed`
+ */
+function onlyFields(value, allowed) {
+  return isRecord(value) && Object.keys(value).every((field) => allowed.indexOf(field) >= 0);
+}
+
+/**
+ * An Event (README "Events and webhooks"): `id` (`evt_` and 32 hex digits), `type`, `timestamp` and `data`,
+ * nothing else; `data` a Pet for `pet.*`, an Order for `order.*`, `{endpointId, message}` for `webhook.test`.
+ * @param {unknown} value
+ * @returns {boolean}
+ */
+export function isEvent(value) {
+  if (!isRecord(value) || !onlyFields(value, ["id", "type", "timestamp", "data"])) return false;
+  if (typeof value.id !== "string" || !/^evt_[0-9a-f]{32}$/.test(value.id) || !isTimestamp(value.timestamp)) return false;
+  const type = value.type;
+  if (typeof type !== "string" || EVENT_TYPES.indexOf(type) < 0) return false;
+  if (type.indexOf("pet.") === 0) return isPet(value.data);
+  if (type.indexOf("order.") === 0) return isOrder(value.data) && isRecord(value.data) && type === `order.${String(value.data.status)}`;
+  return onlyFields(value.data, ["endpointId", "message"]) && isRecord(value.data) &&
+    typeof value.data.endpointId === "string" && typeof value.data.message === "string";
+}
+
+/**
+ * A WebhookEndpoint: `id` (`ep_` and 32 hex digits), `url`, `description`, `eventTypes`, `enabled`,
+ * `disabledReason` (null unless the service disabled it), `createdAt` and `updatedAt`, nothing else; with
+ * `secret`, the answer to its creation, which alone shows the secret.
+ * @param {unknown} value
+ * @param {boolean} [created] whether it is the creation's answer, with `secret`
+ * @returns {boolean}
+ */
+export function isWebhookEndpoint(value, created) {
+  const allowed = ["id", "url", "description", "eventTypes", "enabled", "disabledReason", "createdAt", "updatedAt"];
+  if (!isRecord(value) || !onlyFields(value, created ? allowed.concat(["secret"]) : allowed)) return false;
+  if (created ? !isWebhookSecret(value.secret) : value.secret !== undefined) return false;
+  return typeof value.id === "string" && /^ep_[0-9a-f]{32}$/.test(value.id) && typeof value.url === "string" &&
+    typeof value.description === "string" && Array.isArray(value.eventTypes) &&
+    value.eventTypes.every((type) => EVENT_TYPES.indexOf(type) >= 0) && typeof value.enabled === "boolean" &&
+    (value.disabledReason === null || typeof value.disabledReason === "string") &&
+    isTimestamp(value.createdAt) && isTimestamp(value.updatedAt) &&
+    Date.parse(String(value.updatedAt)) >= Date.parse(String(value.createdAt));
+}
+
+/**
+ * @param {unknown} value
+ * @returns {boolean} whether value is a signing secret: `whsec_` and 24 bytes in base64
+ */
+export function isWebhookSecret(value) {
+  return typeof value === "string" && /^whsec_[A-Za-z0-9+/]{32}$/.test(value);
+}
+
+/**
+ * A WebhookAttempt: one delivery attempt of one event to one endpoint.
+ * @param {unknown} value
+ * @returns {boolean}
+ */
+export function isWebhookAttempt(value) {
+  if (!isRecord(value) || !onlyFields(value, ["eventId", "attempt", "attemptedAt", "outcome", "statusCode", "latencyMs", "error", "nextAttemptAt"])) {
+    return false;
+  }
+  return typeof value.eventId === "string" && /^evt_[0-9a-f]{32}$/.test(value.eventId) && isId(value.attempt) &&
+    isTimestamp(value.attemptedAt) && (value.outcome === "succeeded" || value.outcome === "failed") &&
+    (value.statusCode === null || (typeof value.statusCode === "number" && Number.isInteger(value.statusCode))) &&
+    typeof value.latencyMs === "number" && Number.isInteger(value.latencyMs) && value.latencyMs >= 0 &&
+    (value.error === null || typeof value.error === "string") &&
+    (value.nextAttemptAt === null || isTimestamp(value.nextAttemptAt));
 }
 
 /**

@@ -5,10 +5,12 @@
  *
  * Each VU honours Retry-After per key: after a 429 it leaves that key alone until the key's window resets,
  * so a run short of quota is reported as rate limited instead of getting its keys banned.
+ *
+ * Also the requests of the flows (adoption.js, events.js): one step each, tagged, counted and timed alike.
  */
 import http from "k6/http";
 import exec from "k6/execution";
-import { check } from "k6";
+import { check, sleep } from "k6";
 import { Counter, Rate, Trend } from "k6/metrics";
 import { PET_STATUSES, authHeaders, bodyJson, header, isId, isPet, isPetArray, isRecord, jsonHeaders, nextLink, retryAfterSeconds } from "./api.js";
 /** @import { Response } from "k6/http" */
@@ -54,6 +56,57 @@ export function pickKey(keys) {
  */
 export function holdKey(keyIndex, res) {
   state.limitedUntil[keyIndex] = Date.now() + (retryAfterSeconds(res) || 1) * 1000;
+}
+
+/**
+ * @typedef {object} FlowRequest
+ * @property {string} baseUrl BASE_URL
+ * @property {string} op the step, the `op` tag of the request and of its metrics
+ * @property {string} name the route, the request's `name` tag
+ * @property {string} method
+ * @property {string} path under baseUrl, or an absolute URL (a `Link` target)
+ * @property {unknown} [body] sent as JSON; none when left out or null
+ * @property {string} key the API key
+ * @property {ReturnType<typeof http.expectedStatuses>} expect the statuses the step expects (429 among them)
+ */
+
+/**
+ * One request of a flow: tagged with its step and route, counted in rate_limited, and its latency
+ * recorded in served_req_duration unless it was refused for quota.
+ * @param {FlowRequest} request
+ * @returns {Response}
+ */
+export function flowRequest(request) {
+  const body = request.body === undefined || request.body === null ? null : JSON.stringify(request.body);
+  const url = /^https?:\/\//.test(request.path) ? request.path : request.baseUrl + request.path;
+  const res = http.request(request.method, url, body, {
+    headers: body === null ? authHeaders(request.key) : jsonHeaders(request.key),
+    responseCallback: request.expect,
+    tags: { op: request.op, name: request.name }
+  });
+  rateLimited.add(res.status === 429, { op: request.op });
+  if (res.status !== 429 && res.status !== 0) servedDuration.add(res.timings.duration, { op: request.op });
+  return res;
+}
+
+/**
+ * A flow request that waits out a 429: the VU sleeps the answer's Retry-After (the key's window reset) and
+ * sends again, at most `retries` times, for the steps a flow cannot leave half done (an endpoint left
+ * registered, an order left open). Every 429 is counted in rate_limited, as the README promises a client
+ * that honours Retry-After is refused at most once a window.
+ * @param {FlowRequest} request
+ * @param {number} retries
+ * @param {number} [keyIndex] the key's index in the keys pickKey chose it from: held after a 429 (holdKey)
+ * @returns {Response} the last answer: a 429 only when every retry was refused too
+ */
+export function flowRequestHonouringRetryAfter(request, retries, keyIndex) {
+  let res = flowRequest(request);
+  for (let retry = 0; retry < retries && res.status === 429; retry++) {
+    if (keyIndex !== undefined) holdKey(keyIndex, res);
+    sleep(retryAfterSeconds(res) || 1);
+    res = flowRequest(request);
+  }
+  return res;
 }
 
 /**
@@ -173,6 +226,27 @@ export function verifyKeys(baseUrl, keys) {
     perDay += typeof body.day.remaining === "number" ? body.day.remaining : 0;
   });
   return { perMinute, perDay };
+}
+
+/** An id no order has (the largest the API accepts), for asking whether a key is staff. */
+const NO_SUCH_ORDER = 9007199254740991;
+/** The probe's answers: made in the init context, as k6 wants its callbacks. */
+const STAFF_PROBE_STATUSES = http.expectedStatuses(403, 404);
+
+/**
+ * Aborts the run unless the key is staff (README "Roles"). Roles are checked before anything else of a
+ * request: delivering an order that cannot exist is 403 for a customer's key, 404 for a staff key.
+ * @param {string} baseUrl
+ * @param {string} key
+ * @param {string} name the variable that holds the key, for the message
+ */
+export function verifyStaffKey(baseUrl, key, name) {
+  const probe = http.post(`${baseUrl}/store/orders/${NO_SUCH_ORDER}/deliver`, null, {
+    headers: authHeaders(key),
+    responseCallback: STAFF_PROBE_STATUSES,
+    tags: { name: "POST /v1/store/orders/{orderId}/deliver" }
+  });
+  if (probe.status !== 404) exec.test.abort(`${name} cannot deliver orders: the probe answered ${probe.status} ${String(probe.body)}`);
 }
 
 /**

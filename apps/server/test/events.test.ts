@@ -113,6 +113,30 @@ describeOnEachBackend("Events", ({ name }) => {
         assert.strictEqual(yield* events.sweep, 1)
         assert.deepStrictEqual(yield* count(), [before!])
       }))
+
+    it.effect("pages follow transaction ids as numbers, across a change in their number of digits", () =>
+      Effect.gen(function*() {
+        const db = yield* Database
+        const events = yield* Events
+        // Transaction ids 9, 10 and 11, long ended: as text, "10" and "11" would sort before "9".
+        yield* db.query(sql`INSERT INTO events (tx, type, audience, data)
+          SELECT n::text::xid8, 'pet.created', 'public', jsonb_build_object('digits', n) FROM unnest(ARRAY[9, 10, 11]) AS n`)
+        const digits = (page: { events: ReadonlyArray<{ data: unknown }> }) =>
+          page.events.map((event) => (event.data as { digits?: number }).digits)
+        assert.deepStrictEqual(digits(yield* events.list(staff, { limit: 3, type: undefined, after: START })), [9, 10, 11])
+        // A page at a time: each once, in order, then the rest of the log.
+        const walked: Array<number | undefined> = []
+        let after = START
+        for (let page = 0; page < 3; page++) {
+          const one = yield* events.list(staff, { limit: 1, type: undefined, after })
+          walked.push(...digits(one))
+          after = Option.getOrThrow(one.nextAfter)
+        }
+        assert.deepStrictEqual(walked, [9, 10, 11])
+        const rest = yield* events.list(staff, { limit: 100, type: undefined, after })
+        assert.isFalse(digits(rest).some((n) => n !== undefined))
+        yield* db.query(sql`DELETE FROM events WHERE tx IN ('9', '10', '11')`)
+      }))
   })
 })
 

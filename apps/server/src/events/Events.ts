@@ -72,8 +72,10 @@ export class Events extends Context.Service<Events, {
       const db = yield* Database
 
       const list = Effect.fnUntraced(function*(scope: EventScope, query: EventPageQuery) {
-        const rows = yield* db.query<EventRow & { readonly tx: string; readonly seq: number }>(sql`
-          SELECT tx::text AS tx, seq, id, type, occurred_at, data FROM events
+        // The position is read as text (xid8 has no JavaScript type) under another name than `tx`: ORDER BY
+        // takes an output column's name first, and text would sort transaction 10 before 9.
+        const rows = yield* db.query<EventRow & { readonly position_tx: string; readonly seq: number }>(sql`
+          SELECT tx::text AS position_tx, seq, id, type, occurred_at, data FROM events
           WHERE tx < pg_snapshot_xmin(pg_current_snapshot())
             AND (tx, seq) > (${query.after.tx}::xid8, ${query.after.seq}::bigint)
             AND (${query.type ?? null}::text IS NULL OR type = ${query.type ?? null}::text)
@@ -85,7 +87,7 @@ export class Events extends Context.Service<Events, {
         return {
           events: shown.map(toEvent),
           nextAfter: rows.length > query.limit && last !== undefined
-            ? Option.some({ tx: String(last.tx), seq: Number(last.seq) })
+            ? Option.some({ tx: String(last.position_tx), seq: Number(last.seq) })
             : Option.none()
         } satisfies EventPage
       }, traced("Events.list"))
