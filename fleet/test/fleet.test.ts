@@ -10,7 +10,7 @@
  */
 import { planQuotas, verifyWebhook } from "@petstore/contract"
 import { Effect } from "effect"
-import { missingTool, tryConnect } from "@petstore/test-support"
+import { missingTool, type ReceivedWebhook, startWebhookReceiver, tryConnect } from "@petstore/test-support"
 import { readFileSync, readlinkSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
@@ -24,7 +24,6 @@ import {
   startFleet
 } from "../src/fleet.ts"
 import { burst, concurrently, type LoadReport, type Outcome, send, type SteadyLoad, steadyLoad, tally } from "../src/load.ts"
-import { type ReceivedDelivery, startWebhookReceiver } from "../src/webhookReceiver.ts"
 
 const SKEW = { host: "host3", offset: "-1.8s", seconds: -1.8 } as const
 const schedule = healthCheckSchedule(readFileSync(haproxyConfigFile, "utf8"))
@@ -312,8 +311,8 @@ describe("a fleet of three hosts behind HAProxy on one PostgreSQL", missing === 
       }
 
       // Once each: a webhook-id twice only where a delivery of it failed (the receiver's answer did not go out whole).
-      const receipts = new Map<string, Array<ReceivedDelivery>>()
-      for (const delivery of receiver.received) receipts.set(delivery.webhookId, [...(receipts.get(delivery.webhookId) ?? []), delivery])
+      const receipts = new Map<string, Array<ReceivedWebhook>>()
+      for (const delivery of receiver.received) receipts.set(String(delivery.webhookId), [...(receipts.get(String(delivery.webhookId)) ?? []), delivery])
       const unexplained = [...receipts].filter(([, copies]) => copies.length > 1 && copies.every((copy) => copy.answered))
       const unanswered = receiver.received.filter((delivery) => !delivery.answered).length
       console.info(

@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { TestClock } from "effect/testing"
+import { startWebhookReceiver } from "@petstore/test-support"
 import { AppConfig, type AppConfigValues } from "../src/config.ts"
 import { Database } from "../src/db/Database.ts"
 import { sql } from "../src/db/sql.ts"
@@ -10,7 +11,6 @@ import { Dispatcher, WebhookResolver } from "../src/webhooks/Dispatcher.ts"
 import { RETRY_DELAYS_MILLIS } from "../src/webhooks/schedule.ts"
 import { WebhookDesk } from "../src/webhooks/WebhookDesk.ts"
 import { WebhookEndpoints } from "../src/webhooks/WebhookEndpoints.ts"
-import { startReceiver } from "./support/receiver.ts"
 
 /** The webhook services over PGlite in memory, the dispatcher's loop off: each test drives `runOnce` itself. */
 const services = (overrides: Partial<AppConfigValues>) => {
@@ -22,7 +22,7 @@ const services = (overrides: Partial<AppConfigValues>) => {
   )
 }
 
-const receiver = Effect.acquireRelease(Effect.promise(startReceiver), (r) => Effect.promise(r.close))
+const receiver = Effect.acquireRelease(Effect.promise(() => startWebhookReceiver()), (r) => Effect.promise(r.close))
 
 /** A new customer key; the tests share a database, so earlier tests' endpoints are disabled first. */
 const customer = (id: string) =>

@@ -1,14 +1,13 @@
 import { type Event, makePetstoreClient, verifyWebhook } from "@petstore/contract"
-import { ADMIN_TOKEN, createKey } from "@petstore/test-support"
+import { ADMIN_TOKEN, createKey, type ReceivedWebhook, startWebhookReceiver, type WebhookReceiver } from "@petstore/test-support"
 import { Effect } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { backends, suiteOptions } from "./support/databases.ts"
-import { type ReceivedWebhook, startReceiver, waitFor } from "./support/receiver.ts"
+import { waitFor } from "./support/waitFor.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 
-type Receiver = Awaited<ReturnType<typeof startReceiver>>
 
 const clientOf = (server: RunningServer, apiKey: string) =>
   <A, E>(use: (client: Effect.Success<ReturnType<typeof makePetstoreClient>>) => Effect.Effect<A, E>) =>
@@ -23,10 +22,10 @@ const eventOf = (webhook: ReceivedWebhook) => JSON.parse(webhook.body) as Event
 for (const backend of backends) {
   describe(`webhooks on ${backend.name}`, suiteOptions(backend.name), () => {
     let server: RunningServer
-    let receiver: Receiver
+    let receiver: WebhookReceiver
 
     beforeAll(async () => {
-      receiver = await startReceiver()
+      receiver = await startWebhookReceiver()
       server = await startServer(backend.name, { webhookAllowHttp: true, webhookAllowPrivateAddresses: true })
     })
     afterAll(async () => {

@@ -18,10 +18,11 @@ import {
   send,
   type StartedProcess,
   startServerProcess,
+  startWebhookReceiver,
   type TestDatabase
 } from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
-import { startReceiver, waitFor } from "./support/receiver.ts"
+import { waitFor } from "./support/waitFor.ts"
 import { startTcpProxy } from "./support/tcpProxy.ts"
 
 const WEBHOOK_ENV = { WEBHOOK_ALLOW_HTTP: "true", WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "true" }
@@ -70,7 +71,7 @@ describe("webhook deliveries through process failures", needsPostgres, () => {
   it("a SIGKILL during delivery loses no committed event: another process delivers what was in flight, with the same webhook-id", async () => {
     const database: TestDatabase = await createTestDatabase(postgresAdminUrl!)
     cleanup.push(() => database.drop())
-    const receiver = await startReceiver()
+    const receiver = await startWebhookReceiver()
     cleanup.push(() => receiver.close())
     // The first process's deliveries hang: they are in flight when it is killed.
     const held: Array<ServerResponse> = []
@@ -109,7 +110,7 @@ describe("webhook deliveries through process failures", needsPostgres, () => {
     const throughProxy = new URL(database.url)
     throughProxy.hostname = "127.0.0.1"
     throughProxy.port = String(proxy.port)
-    const receiver = await startReceiver()
+    const receiver = await startWebhookReceiver()
     cleanup.push(() => receiver.close())
     const held: Array<{ id: string; response: ServerResponse }> = []
     let holding = true
