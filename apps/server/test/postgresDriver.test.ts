@@ -1,6 +1,11 @@
+import { eventually, postgresAdminUrl } from "@petstore/test-support"
+import postgres from "postgres"
 import { describe, expect, it } from "vitest"
-import { RECONNECT_DELAY_CAP_SECONDS, reconnectDelaySeconds } from "../src/db/postgresDriver.ts"
+import { connectionSettings } from "../src/db/connectionSettings.ts"
+import type { Driver } from "../src/db/Driver.ts"
+import { postgresDriver, RECONNECT_DELAY_CAP_SECONDS, reconnectDelaySeconds } from "../src/db/postgresDriver.ts"
 import { SERVICE_UNAVAILABLE_RETRY_SECONDS } from "../src/http/errors.ts"
+import { needsPostgres } from "./support/databases.ts"
 
 describe("reconnecting to PostgreSQL after failed attempts", () => {
   it("waits no longer than the cap however long the outage was, so the pool is back within the Retry-After its 503s give", () => {
@@ -20,3 +25,66 @@ describe("reconnecting to PostgreSQL after failed attempts", () => {
     expect(new Set(delays).size).toBeGreaterThan(1)
   })
 })
+
+describe("a statement given up after its timeout (abandon)", needsPostgres, () => {
+  const open = () => {
+    const closed: Array<string> = []
+    const driver = postgresDriver(connectionSettings("DATABASE_URL", postgresAdminUrl!), {
+      poolSize: 1,
+      prepare: true,
+      silenceMillis: 60_000,
+      onConnectionClosed: (reason) => closed.push(reason)
+    })
+    return { driver, closed }
+  }
+  const backendPid = async (driver: Driver) => Number((await driver.query("SELECT pg_backend_pid() AS pid", []))[0]!.pid)
+
+  it("closes the connection it was sent on, counted as timed_out, and the pool goes on with a new one", async () => {
+    const { driver, closed } = open()
+    try {
+      const before = await backendPid(driver)
+      const slow = driver.query("SELECT pg_sleep(30)", [])
+      const outcome = slow.then(() => "answered", (error: unknown) => error)
+      // Sent: PostgreSQL shows the statement running on that connection.
+      await eventually(async () => (await stillRunning(before)) === true, 10_000, 20)
+      driver.abandon(slow)
+      expect(await outcome).toMatchObject({ code: "CONNECTION_CLOSED" })
+      expect(closed).toEqual(["timed_out"])
+      const after = await backendPid(driver)
+      expect(after).not.toBe(before)
+    } finally {
+      await driver.close()
+    }
+  })
+
+  it("leaves the queue if it was never sent: refused at once (57014), its connection kept", async () => {
+    const { driver, closed } = open()
+    try {
+      const pid = await backendPid(driver)
+      // The one connection is busy with a statement it has not prepared yet (postgres.js sends nothing behind
+      // one), so the next waits in postgres.js's queue. Statements start when awaited, as the server's do.
+      const busy = driver.query("SELECT pg_sleep(0.5)", []).then(() => "answered")
+      const queued = driver.query("SELECT pg_backend_pid() AS pid", [])
+      const outcome = queued.then(() => "answered", (error: unknown) => error)
+      driver.abandon(queued)
+      expect(await outcome).toMatchObject({ code: "57014" })
+      expect(await busy).toBe("answered")
+      // The connection was kept: nothing was wrong with it.
+      expect(closed).toEqual([])
+      expect(await backendPid(driver)).toBe(pid)
+    } finally {
+      await driver.close()
+    }
+  })
+})
+
+/** Whether the backend `pid` is running a statement now, read on a connection of its own. */
+const stillRunning = async (pid: number) => {
+  const sql = postgres(postgresAdminUrl!, { max: 1, onnotice: () => {} })
+  try {
+    const rows = await sql<Array<{ active: boolean }>>`SELECT state = 'active' AS active FROM pg_stat_activity WHERE pid = ${pid}`
+    return rows[0]?.active === true
+  } finally {
+    await sql.end()
+  }
+}

@@ -63,10 +63,10 @@ export const postgresDriver = (settings: ConnectionSettings, options: PostgresDr
     query: run(client),
     transaction: (body) => client.begin((tx) => body(run(tx))) as Promise<never>,
     abandon: (statement) => {
-      // postgres.js marks a statement it sent with its connection's session (`BackendKeyData`).
-      const query = statement as postgres.PendingQuery<postgres.Row[]> & { state?: { pid: number | null; secret: number | null } }
+      // postgres.js marks a statement it sent with its connection's session (`BackendKeyData`); null until then.
+      const query = statement as postgres.PendingQuery<postgres.Row[]> & { state: { pid: number | null; secret: number | null } | null }
       const session = query.state
-      if (session === undefined) return void query.cancel()
+      if (session === null) return void query.cancel()
       if (session.pid !== null && session.secret !== null) sessions.close(session.pid, session.secret, "timed_out")
     },
     listen: async (channel, onNotify) => {
