@@ -47,7 +47,7 @@
  * So nothing of it is adopted; worth weighing again when a postgres.js or
  * PGlite `SqlClient` exists for Effect 4.
  */
-import { Context, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import { Clock, Context, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import { AppConfig, type AppConfigValues, StartupError, usesPreparedStatements } from "../config.ts"
 import { measureQuery, recordConnectionClosedUnsafe, recordStatementTimeout } from "../observability/metrics.ts"
 import { connectionSettings } from "./connectionSettings.ts"
@@ -61,6 +61,8 @@ import { migrationsRefused, pgliteOpenFailure, postgresOpenFailure, prepareDataD
 
 /** No request waits on the database longer than this; it gets a 503 instead. */
 export const QUERY_TIMEOUT_MILLIS = 5_000
+
+const realClock = Clock.Clock.defaultValue()
 
 /** The command that applies migrations, as the one-line refusals name it. */
 export const MIGRATE_COMMAND = "`pnpm migrate` (in the image: `node apps/server/dist/main.js migrate`)"
@@ -231,7 +233,10 @@ export class Database extends Context.Service<Database, {
                     Effect.andThen(Effect.sync(() => sent !== undefined && main.abandon(sent))),
                     Effect.andThen(Effect.fail(new DatabaseError({ cause: new QueryTimeout(QUERY_TIMEOUT_MILLIS) })))
                   )
-              })
+              }),
+              // The database's silence is real time, whatever clock the service's own time runs on (tests move
+              // a TestClock through quota windows and the webhook schedule while statements are in flight).
+              Effect.provideService(Clock.Clock, realClock)
             )
           }),
         listen: (channel, onNotify) =>

@@ -9,8 +9,8 @@ export interface Driver {
   readonly transaction: <A>(body: (query: RunQuery) => Promise<A>) => Promise<A>
   /**
    * Gives up a statement `query` started that timed out, so that nothing waits
-   * behind it: it leaves the queue if it was never sent, else its connection is
-   * closed (and replaced), whatever state the connection is in.
+   * behind it: if it was sent, its connection is closed (and replaced), whatever
+   * state the connection is in. One still waiting for a connection is left to run.
    */
   readonly abandon: (statement: Promise<Rows>) => void
   /** Calls `onNotify` for each NOTIFY on the channel; the returned function stops listening. */

@@ -64,10 +64,10 @@ export const postgresDriver = (settings: ConnectionSettings, options: PostgresDr
     transaction: (body) => client.begin((tx) => body(run(tx))) as Promise<never>,
     abandon: (statement) => {
       // postgres.js marks a statement it sent with its connection's session (`BackendKeyData`); null until then.
-      const query = statement as postgres.PendingQuery<postgres.Row[]> & { state: { pid: number | null; secret: number | null } | null }
-      const session = query.state
-      if (session === null) return void query.cancel()
-      if (session.pid !== null && session.secret !== null) sessions.close(session.pid, session.secret, "timed_out")
+      // One not sent yet is left to run, its answer unread: postgres.js's own cancel of a statement that waits
+      // for a connection to open leaves that connection out of the pool for good.
+      const session = (statement as { state?: { pid: number | null; secret: number | null } | null }).state
+      if (session?.pid != null && session.secret !== null) sessions.close(session.pid, session.secret, "timed_out")
     },
     listen: async (channel, onNotify) => {
       const { unlisten } = await client.listen(channel, onNotify)
