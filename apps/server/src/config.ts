@@ -7,6 +7,10 @@ const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { expected: "a whole number, 0 or more" }))
 /** Connections per process: see the README's connection budget. Above 100 a process only queues in PostgreSQL instead of in itself. */
 const PoolSize = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }, { expected: "a whole number from 1 to 100" }))
+/** Seconds a statement may wait for its answer before the request gets a 503 and the connection is replaced. */
+const StatementTimeout = Schema.Int.check(
+  Schema.isBetween({ minimum: 1, maximum: 300 }, { expected: "a whole number of seconds from 1 to 300" })
+)
 const PostgresUrl = (name: string) =>
   Config.option(
     Config.schema(
@@ -36,6 +40,7 @@ const EnvironmentShape = Config.all({
   /** A direct (session) connection beside a transaction pooler's DATABASE_URL: LISTEN and migrations go through it. */
   databaseDirectUrl: PostgresUrl("DATABASE_DIRECT_URL"),
   databasePoolSize: Config.schema(PoolSize, "DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
+  databaseStatementTimeoutSeconds: Config.schema(StatementTimeout, "DATABASE_STATEMENT_TIMEOUT").pipe(Config.withDefault(5)),
   /** Unset: named prepared statements unless DATABASE_DIRECT_URL declares DATABASE_URL a transaction pooler. */
   databasePreparedStatements: Config.option(Config.Boolean("DATABASE_PREPARED_STATEMENTS")),
   migrateOnStart: Config.Boolean("MIGRATE_ON_START").pipe(Config.withDefault(true)),

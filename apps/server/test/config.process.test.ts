@@ -30,6 +30,8 @@ describe("bad configuration stops the server at start-up", () => {
     ["TRUST_PROXY", "proxy.example"],
     ["DATABASE_POOL_SIZE", "0"],
     ["DATABASE_POOL_SIZE", "101"],
+    ["DATABASE_STATEMENT_TIMEOUT", "0"],
+    ["DATABASE_STATEMENT_TIMEOUT", "301"],
     ["DATABASE_DIRECT_URL", "postgres://localhost/db"],
     ["DATABASE_PREPARED_STATEMENTS", "sometimes"]
   ])("%s=%s: exits 2 with one line naming the variable", (name, value) => {

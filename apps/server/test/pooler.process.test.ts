@@ -34,6 +34,11 @@ import {
 import { needsPostgres } from "./support/databases.ts"
 
 const KEY_CACHE_TTL_MS = 4_000
+/**
+ * The loads prove statements right through the pooler, not fast: 64 clients queue for 6 server connections,
+ * and on a machine busy with other suites a statement can wait past the default 5 s timeout and answer 503.
+ */
+const PATIENT = { DATABASE_STATEMENT_TIMEOUT: "60" }
 const CONCURRENCY = 64
 const REQUESTS = 1_600
 
@@ -146,7 +151,7 @@ const expectServesUnderLoad = async (processes: ReadonlyArray<StartedProcess>, d
 
 describe.runIf(pgbouncerBinary() !== undefined || process.env.CI === "true")("behind a transaction-mode PgBouncer", needsPostgres, () => {
   it("with DATABASE_DIRECT_URL: a concurrent load through the pooler without a 5xx, every write present; revocation at once (LISTEN on the direct URL)", async () => {
-    const { database, bouncer, processes } = await setUp((direct, pooled) => ({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: direct }))
+    const { database, bouncer, processes } = await setUp((direct, pooled) => ({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: direct, ...PATIENT }))
     await expectServesUnderLoad(processes, database.url, bouncer.log)
     const delay = await revocationDelay(processes)
     console.info(`revocation seen by the other process after ${delay} ms (LISTEN on the direct URL)`)
@@ -155,7 +160,7 @@ describe.runIf(pgbouncerBinary() !== undefined || process.env.CI === "true")("be
   }, 300_000)
 
   it("with the pooler's URL alone (DATABASE_PREPARED_STATEMENTS=false): the same load without a 5xx; revocation within the key cache's TTL", async () => {
-    const { database, bouncer, processes } = await setUp((_direct, pooled) => ({ DATABASE_URL: pooled, DATABASE_PREPARED_STATEMENTS: "false" }))
+    const { database, bouncer, processes } = await setUp((_direct, pooled) => ({ DATABASE_URL: pooled, DATABASE_PREPARED_STATEMENTS: "false", ...PATIENT }))
     await expectServesUnderLoad(processes, database.url, bouncer.log)
     const delay = await revocationDelay(processes)
     console.info(`revocation seen by the other process after ${delay} ms (the key cache's TTL)`)

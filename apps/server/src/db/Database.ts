@@ -59,8 +59,8 @@ import { postgresDriver } from "./postgresDriver.ts"
 import type { Statement } from "./sql.ts"
 import { migrationsRefused, pgliteOpenFailure, postgresOpenFailure, prepareDataDir } from "./startupFailures.ts"
 
-/** No request waits on the database longer than this; it gets a 503 instead. */
-export const QUERY_TIMEOUT_MILLIS = 5_000
+/** No request waits on the database longer than `DATABASE_STATEMENT_TIMEOUT` (default 5 s); it gets a 503 instead. */
+const statementTimeoutMillis = (config: AppConfigValues) => config.databaseStatementTimeoutSeconds * 1_000
 
 const realClock = Clock.Clock.defaultValue()
 
@@ -100,7 +100,7 @@ export const openDrivers = Effect.fnUntraced(function*(config: AppConfigValues, 
             // Migrating needs one connection; serving, the pool operators sized.
             poolSize: role === "migrate" ? 1 : config.databasePoolSize,
             prepare: usesPreparedStatements(config),
-            silenceMillis: role === "migrate" ? 0 : QUERY_TIMEOUT_MILLIS,
+            silenceMillis: role === "migrate" ? 0 : statementTimeoutMillis(config),
             onConnectionClosed
           }),
         onNone: () => pgliteDriver(dataDir)
@@ -216,6 +216,7 @@ export class Database extends Context.Service<Database, {
       )
       // LISTEN needs a session: the direct connection's, when DATABASE_URL is a transaction pooler.
       const listener = Option.getOrElse(drivers.direct, () => main)
+      const timeoutMillis = statementTimeoutMillis(config)
       return Database.of({
         kind: main.kind,
         query: <Row>(statement: Statement) =>
@@ -226,12 +227,12 @@ export class Database extends Context.Service<Database, {
               catch: (cause) => new DatabaseError({ cause })
             })).pipe(
               Effect.timeoutOrElse({
-                duration: QUERY_TIMEOUT_MILLIS,
+                duration: timeoutMillis,
                 orElse: () =>
                   recordStatementTimeout.pipe(
                     // Nothing may wait behind it: its connection may be lost to the protocol (README, "Outages").
                     Effect.andThen(Effect.sync(() => sent !== undefined && main.abandon(sent))),
-                    Effect.andThen(Effect.fail(new DatabaseError({ cause: new QueryTimeout(QUERY_TIMEOUT_MILLIS) })))
+                    Effect.andThen(Effect.fail(new DatabaseError({ cause: new QueryTimeout(timeoutMillis) })))
                   )
               }),
               // The database's silence is real time, whatever clock the service's own time runs on (tests move
