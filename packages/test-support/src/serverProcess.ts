@@ -78,11 +78,23 @@ export const startServerProcess = async (
   timeoutMs = 120_000,
   entry: string = serverEntry()
 ): Promise<StartedProcess> => {
-  const [port, adminPort] = [await freePort(), await freePort()]
-  const server = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), ADMIN_TOKEN, HOST: "127.0.0.1", ...env }, entry)
+  let server: ServerProcess
+  let port: number
+  let adminPort: number
+  // A port free when chosen may be taken before the server binds it (by another suite's listener): choose again.
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort()
+    adminPort = await freePort()
+    server = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), ADMIN_TOKEN, HOST: "127.0.0.1", ...env }, entry)
+    try {
+      await waitUntilReady(server, `http://127.0.0.1:${port}/readyz`, timeoutMs)
+      break
+    } catch (error) {
+      if (attempt >= 3 || !/:(\d+) is already in use/.test(server.output())) throw error
+    }
+  }
   const origin = `http://127.0.0.1:${port}`
   const admin = `http://127.0.0.1:${adminPort}`
-  await waitUntilReady(server, `${origin}/readyz`, timeoutMs)
   const withId = (plan: Plan, limits?: QuotaLimits, role?: KeyRole) => createKey(admin, plan, limits, ADMIN_TOKEN, role)
   return {
     server,
