@@ -5,7 +5,7 @@ import { EventId, Events, EventType } from "./Event.ts"
 import { ApiKeyAuth, RequestValidation } from "./Middleware.ts"
 import { describeParameters } from "./OpenApiDocument.ts"
 import { DecimalId } from "./Pet.ts"
-import { Stability } from "./Versioning.ts"
+import { betaOperation, Stability } from "./Versioning.ts"
 
 export const DEFAULT_EVENT_PAGE_SIZE = 20
 export const MAX_EVENT_PAGE_SIZE = 100
@@ -27,25 +27,13 @@ export const ListEventsQuery = Schema.Struct({
   }))
 })
 
-/** Annotations of a beta operation, as `PetstoreApi`'s: `x-stability: beta` in the document, `Stability: beta` on answers. */
-const beta = (annotations: {
-  readonly identifier: string
-  readonly summary: string
-  readonly description: string
-  readonly transform?: (operation: Record<string, any>) => Record<string, any>
-}) =>
-  OpenApi.annotations({
-    ...annotations,
-    transform: (operation) => ({ ...(annotations.transform?.(operation) ?? operation), "x-stability": "beta" })
-  })
-
 const listEvents = HttpApiEndpoint.get("listEvents", "/events", {
   query: ListEventsQuery,
   success: HttpApiSchema.WithHeaders(Events, {
     link: Schema.optionalKey(Schema.String.annotate({ description: "`<url>; rel=\"next\"` when more events follow" }))
   }),
   error: ServiceUnavailable
-}).annotate(Stability, "beta").annotateMerge(beta({
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "listEvents",
   summary: "List events",
   description: "The caller's events, oldest first, a page at a time (keyset pagination through the `Link` header, " +
@@ -157,7 +145,7 @@ const createWebhookEndpoint = HttpApiEndpoint.post("createWebhookEndpoint", "/we
   payload: NewWebhookEndpoint,
   success: CreatedWebhookEndpoint.pipe(HttpApiSchema.status(201)),
   error: [InvalidRequest, ServiceUnavailable]
-}).annotate(Stability, "beta").annotateMerge(beta({
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "createWebhookEndpoint",
   summary: "Register a webhook endpoint",
   description: `Up to ${MAX_WEBHOOK_ENDPOINTS} per key. The answer carries the signing secret, shown this once.`
@@ -166,7 +154,7 @@ const createWebhookEndpoint = HttpApiEndpoint.post("createWebhookEndpoint", "/we
 const listWebhookEndpoints = HttpApiEndpoint.get("listWebhookEndpoints", "/webhooks/endpoints", {
   success: Schema.Array(WebhookEndpoint),
   error: ServiceUnavailable
-}).annotate(Stability, "beta").annotateMerge(beta({
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "listWebhookEndpoints",
   summary: "List webhook endpoints",
   description: "The caller's endpoints, oldest first (at most " + MAX_WEBHOOK_ENDPOINTS + ")."
@@ -178,7 +166,7 @@ const getWebhookEndpoint = HttpApiEndpoint.get("getWebhookEndpoint", "/webhooks/
   params: endpointParams,
   success: WebhookEndpoint,
   error: [NotFound, ServiceUnavailable]
-}).annotate(Stability, "beta").annotateMerge(beta({
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "getWebhookEndpoint",
   summary: "Get a webhook endpoint",
   description: "One of the caller's endpoints; another key's is 404.",
@@ -190,7 +178,7 @@ const updateWebhookEndpoint = HttpApiEndpoint.patch("updateWebhookEndpoint", "/w
   payload: WebhookEndpointPatch,
   success: WebhookEndpoint,
   error: [InvalidRequest, NotFound, ServiceUnavailable]
-}).annotate(Stability, "beta").annotateMerge(beta({
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "updateWebhookEndpoint",
   summary: "Change, enable or disable a webhook endpoint",
   description: "Changes the URL, the event types or the description; `enabled` turns deliveries off and on " +
@@ -202,7 +190,7 @@ const deleteWebhookEndpoint = HttpApiEndpoint.delete("deleteWebhookEndpoint", "/
   params: endpointParams,
   success: HttpApiSchema.NoContent,
   error: [NotFound, ServiceUnavailable]
-}).annotate(Stability, "beta").annotateMerge(beta({
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "deleteWebhookEndpoint",
   summary: "Delete a webhook endpoint",
   description: "Deletes it with its queued deliveries and attempts.",
@@ -213,7 +201,7 @@ const rotateWebhookSecret = HttpApiEndpoint.post("rotateWebhookSecret", "/webhoo
   params: endpointParams,
   success: RotatedWebhookSecret,
   error: [NotFound, ServiceUnavailable]
-}).annotate(Stability, "beta").annotateMerge(beta({
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "rotateWebhookSecret",
   summary: "Rotate a webhook endpoint's signing secret",
   description: "A new secret, shown once. For 24 hours deliveries carry two signatures, with the new secret and the old.",
@@ -224,7 +212,7 @@ const testWebhookEndpoint = HttpApiEndpoint.post("testWebhookEndpoint", "/webhoo
   params: endpointParams,
   success: QueuedDelivery.pipe(HttpApiSchema.status(202)),
   error: [NotFound, ServiceUnavailable]
-}).annotate(Stability, "beta").annotateMerge(beta({
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "testWebhookEndpoint",
   summary: "Send a test event",
   description: "Queues a `webhook.test` event for this endpoint alone; its attempts show how the receiver answered.",
@@ -235,7 +223,7 @@ const listWebhookAttempts = HttpApiEndpoint.get("listWebhookAttempts", "/webhook
   params: endpointParams,
   success: WebhookAttempts,
   error: [NotFound, ServiceUnavailable]
-}).annotate(Stability, "beta").annotateMerge(beta({
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "listWebhookAttempts",
   summary: "List delivery attempts",
   description: "The endpoint's latest 100 delivery attempts, newest first: outcome, status, latency, error, next attempt.",
@@ -247,7 +235,7 @@ const redeliverWebhookEvent = HttpApiEndpoint.post("redeliverWebhookEvent", "/we
   payload: QueuedDelivery,
   success: QueuedDelivery.pipe(HttpApiSchema.status(202)),
   error: [NotFound, ServiceUnavailable]
-}).annotate(Stability, "beta").annotateMerge(beta({
+}).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "redeliverWebhookEvent",
   summary: "Redeliver an event",
   description: "Queues one of the caller's events (within the retention) for this endpoint again, with the same " +

@@ -19,7 +19,7 @@ import { NewOrder, Order, OrderId, Orders, OrderStatus } from "./Order.ts"
 import { DECIMAL_SPELLING, DecimalId, IfMatch, NewPet, Pet, PetId, PetPatch, Pets, PetStatus } from "./Pet.ts"
 import { CostsNoQuota, RateLimitStatus } from "./RateLimit.ts"
 import { headerNames, headersOf, responseHeaders } from "./ResponseHeaders.ts"
-import { API_BASE_PATH, GET_PET_SUNSET, Stability } from "./Versioning.ts"
+import { API_BASE_PATH, betaOperation, GET_PET_SUNSET, Stability } from "./Versioning.ts"
 
 export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 100
@@ -200,17 +200,6 @@ const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
  * in the OpenAPI document, beside the operation's own transform. The
  * `Stability` header on its answers follows from the `Stability` annotation.
  */
-const betaOperation = (annotations: {
-  readonly identifier: string
-  readonly summary: string
-  readonly description: string
-  readonly transform?: (operation: Record<string, any>) => Record<string, any>
-}) =>
-  OpenApi.annotations({
-    ...annotations,
-    transform: (operation) => ({ ...(annotations.transform?.(operation) ?? operation), "x-stability": "beta" })
-  })
-
 const petIdParameter = describeParameters({
   petId: { value: PetId, description: `The pet's id, a positive integer up to 2^53 − 1. ${DECIMAL_SPELLING}.` }
 })

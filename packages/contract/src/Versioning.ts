@@ -1,4 +1,5 @@
 import { Context } from "effect"
+import { OpenApi } from "effect/http-api"
 
 /** The version segment (spec §9): the prefix of every path, and the end of every server URL in the OpenAPI document. */
 export const API_BASE_PATH = "/v1"
@@ -27,6 +28,18 @@ export const getPetDeprecationHeaders = {
  * and a breaking change is announced in the changelog, with `Deprecation` first.
  */
 export class Stability extends Context.Service<Stability, "beta">()("@petstore/contract/Stability") {}
+
+/** A beta operation's document annotations: its own, and `x-stability: beta` (answers say `Stability: beta`). */
+export const betaOperation = (annotations: {
+  readonly identifier: string
+  readonly summary: string
+  readonly description: string
+  readonly transform?: (operation: Record<string, any>) => Record<string, any>
+}) =>
+  OpenApi.annotations({
+    ...annotations,
+    transform: (operation) => ({ ...(annotations.transform?.(operation) ?? operation), "x-stability": "beta" })
+  })
 
 /** The `Stability` header of every answer of a beta operation. */
 export const betaStabilityHeader = { stability: "beta" } as const
