@@ -28,7 +28,7 @@ import {
   type TestDatabase
 } from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
-import { startTcpProxy, type TcpProxy } from "./support/tcpProxy.ts"
+import { startProxyInFrontOf, type TcpProxy } from "./support/tcpProxy.ts"
 
 const REQUEST_BOUND_MS = 10_000
 const RECOVERY_BOUND_MS = 30_000
@@ -44,13 +44,9 @@ afterEach(async () => {
 const setUp = async (env: Record<string, string> = {}) => {
   const database: TestDatabase = await createTestDatabase(postgresAdminUrl!)
   cleanup.push(() => database.drop())
-  const target = new URL(database.url)
-  const proxy: TcpProxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
+  const { proxy, url } = await startProxyInFrontOf(database.url)
   cleanup.push(() => proxy.close())
-  const throughProxy = new URL(database.url)
-  throughProxy.hostname = "127.0.0.1"
-  throughProxy.port = String(proxy.port)
-  const started: StartedProcess = await startServerProcess({ DATABASE_URL: throughProxy.toString(), ...env })
+  const started: StartedProcess = await startServerProcess({ DATABASE_URL: url, ...env })
   cleanup.push(() => started.server.stop())
   // Runs first: connections held in a blackhole are let go, so the server stops promptly.
   cleanup.push(() => proxy.resume())

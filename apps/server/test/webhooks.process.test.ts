@@ -23,7 +23,7 @@ import {
 } from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
 import { waitFor } from "./support/waitFor.ts"
-import { startTcpProxy } from "./support/tcpProxy.ts"
+import { startProxyInFrontOf } from "./support/tcpProxy.ts"
 
 const WEBHOOK_ENV = { WEBHOOK_ALLOW_HTTP: "true", WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "true" }
 const PETS = 20
@@ -104,12 +104,8 @@ describe("webhook deliveries through process failures", needsPostgres, () => {
   it("a PostgreSQL outage during delivery loses no committed event", async () => {
     const database: TestDatabase = await createTestDatabase(postgresAdminUrl!)
     cleanup.push(() => database.drop())
-    const target = new URL(database.url)
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
+    const { proxy, url: throughProxy } = await startProxyInFrontOf(database.url)
     cleanup.push(() => proxy.close())
-    const throughProxy = new URL(database.url)
-    throughProxy.hostname = "127.0.0.1"
-    throughProxy.port = String(proxy.port)
     const receiver = await startWebhookReceiver()
     cleanup.push(() => receiver.close())
     const held: Array<{ id: string; response: ServerResponse }> = []
@@ -121,7 +117,7 @@ describe("webhook deliveries through process failures", needsPostgres, () => {
       delivered.add(id)
       response.writeHead(200).end()
     })
-    const server = await startServerProcess({ DATABASE_URL: throughProxy.toString(), ...WEBHOOK_ENV })
+    const server = await startServerProcess({ DATABASE_URL: throughProxy, ...WEBHOOK_ENV })
     cleanup.push(() => server.server.stop())
     cleanup.push(() => proxy.resume())
     const key = await register(server, receiver.url)

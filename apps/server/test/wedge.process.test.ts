@@ -13,7 +13,7 @@
 import { afterEach, describe, expect, it } from "vitest"
 import { ADMIN_TOKEN, createTestDatabase, eventually, json, postgresAdminUrl, send, startServerProcess } from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
-import { startTcpProxy } from "./support/tcpProxy.ts"
+import { startProxyInFrontOf } from "./support/tcpProxy.ts"
 
 let cleanup: Array<() => Promise<void>> = []
 afterEach(async () => {
@@ -32,13 +32,9 @@ describe("a connection whose answer was swallowed", needsPostgres, () => {
   it("is closed after the query timeout and replaced: the server serves again without a restart", async () => {
     const database = await createTestDatabase(postgresAdminUrl!)
     cleanup.push(() => database.drop())
-    const target = new URL(database.url)
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
+    const { proxy, url } = await startProxyInFrontOf(database.url)
     cleanup.push(() => proxy.close())
-    const through = new URL(database.url)
-    through.hostname = "127.0.0.1"
-    through.port = String(proxy.port)
-    const started = await startServerProcess({ DATABASE_URL: through.toString() })
+    const started = await startServerProcess({ DATABASE_URL: url })
     cleanup.push(() => started.server.stop())
     const key = await started.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })
     const list = () =>

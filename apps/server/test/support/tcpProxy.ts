@@ -99,3 +99,13 @@ export const startTcpProxy = async (target: { host: string; port: number }): Pro
     }
   }
 }
+
+/** A proxy in front of the PostgreSQL of `databaseUrl`, and the same URL through it. */
+export const startProxyInFrontOf = async (databaseUrl: string): Promise<{ proxy: TcpProxy; url: string }> => {
+  const target = new URL(databaseUrl)
+  const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
+  const through = new URL(databaseUrl)
+  through.hostname = "127.0.0.1"
+  through.port = String(proxy.port)
+  return { proxy, url: through.toString() }
+}
