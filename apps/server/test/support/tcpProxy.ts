@@ -17,7 +17,8 @@ export interface TcpProxy {
   /** Connections accepted since the proxy started. */
   readonly accepted: () => number
   /**
-   * The next bytes PostgreSQL sends, on whichever connection, are dropped, and
+   * The next bytes PostgreSQL sends on a connection that asked something after
+   * this call (an answer, on whichever connection) are dropped, and
    * so is everything after them on that connection, which stays open: an answer
    * swallowed by a network or a proxy, with nothing to tell the driver.
    */
@@ -46,12 +47,16 @@ export const startTcpProxy = async (target: { host: string; port: number }): Pro
     client.once("close", () => upstream.destroy())
     upstream.once("close", () => client.destroy())
     // Forward only while the proxy forwards; in a blackhole the bytes are dropped.
+    // Whether the client has asked something since a swallow was armed: only an answer is swallowed, never a
+    // NOTIFY that reaches an idle listening connection (nothing waits on it, so nothing would show the loss).
+    let asked = false
     client.on("data", (chunk) => {
+      if (swallowNext) asked = true
       if (mode === "forward") upstream.write(chunk)
     })
     let muted = false
     upstream.on("data", (chunk) => {
-      if (swallowNext) [swallowNext, muted] = [false, true]
+      if (swallowNext && asked) [swallowNext, muted] = [false, true]
       if (mode === "forward" && !muted) client.write(chunk)
     })
   }
