@@ -41,38 +41,60 @@
  *   MAX_ERROR_RATE  share of failed requests allowed (default 0): any status a step does not expect, 429 apart
  *   MAX_429_RATE    share of requests refused for quota allowed (default 0.02)
  */
-import http from "k6/http";
-import exec from "k6/execution";
-import { check } from "k6";
-import { Counter } from "k6/metrics";
-import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, envString } from "./lib/config.js";
-import { bodyJson, header, isErrorBody, isOrder, isPet, isPetArray, isRecord, jsonHeaders, retryAfterSeconds } from "./lib/api.js";
-import { flowRequest, holdKey, pickKey, rateLimited, seedPets, throttledByClient, verifyKeys, verifyStaffKey, warnOnCapacity } from "./lib/traffic.js";
+import http from "k6/http"
+import exec from "k6/execution"
+import { check } from "k6"
+import { Counter } from "k6/metrics"
+import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, envString } from "./lib/config.js"
+import {
+  bodyJson,
+  header,
+  isErrorBody,
+  isOrder,
+  isPet,
+  isPetArray,
+  isRecord,
+  jsonHeaders,
+  retryAfterSeconds
+} from "./lib/api.js"
+import {
+  flowRequest,
+  holdKey,
+  pickKey,
+  rateLimited,
+  seedPets,
+  throttledByClient,
+  verifyKeys,
+  verifyStaffKey,
+  warnOnCapacity
+} from "./lib/traffic.js"
 /** @import { Response } from "k6/http" */
 
-const BASE_URL = baseUrl();
-const KEYS = apiKeys();
-const STAFF_KEY = envString("API_KEY_STAFF");
-const DELIVER_SHARE = envNumber("DELIVER_SHARE", 0.3);
-const RATE = envPositiveInt("RATE", 5);
-const DURATION = envDuration("DURATION", "60s");
-const RUSHES = envNumber("RUSHES", 5);
-const RUSH_SIZE = envPositiveInt("RUSH_SIZE", 8);
-if (DELIVER_SHARE < 0 || DELIVER_SHARE > 1) throw new Error(`DELIVER_SHARE must be between 0 and 1, got ${DELIVER_SHARE}`);
-if (!Number.isInteger(RUSHES) || RUSHES < 0) throw new Error(`RUSHES must be a whole number ≥ 0, got ${RUSHES}`);
-if (RUSH_SIZE < 2) throw new Error(`RUSH_SIZE must be at least 2: a race needs two orders, got ${RUSH_SIZE}`);
+const BASE_URL = baseUrl()
+const KEYS = apiKeys()
+const STAFF_KEY = envString("API_KEY_STAFF")
+const DELIVER_SHARE = envNumber("DELIVER_SHARE", 0.3)
+const RATE = envPositiveInt("RATE", 5)
+const DURATION = envDuration("DURATION", "60s")
+const RUSHES = envNumber("RUSHES", 5)
+const RUSH_SIZE = envPositiveInt("RUSH_SIZE", 8)
+if (DELIVER_SHARE < 0 || DELIVER_SHARE > 1) {
+  throw new Error(`DELIVER_SHARE must be between 0 and 1, got ${DELIVER_SHARE}`)
+}
+if (!Number.isInteger(RUSHES) || RUSHES < 0) throw new Error(`RUSHES must be a whole number ≥ 0, got ${RUSHES}`)
+if (RUSH_SIZE < 2) throw new Error(`RUSH_SIZE must be at least 2: a race needs two orders, got ${RUSH_SIZE}`)
 
 /** Requests a visit makes with the customer's key, for the capacity warning. */
-const REQUESTS_PER_VISIT = 4;
+const REQUESTS_PER_VISIT = 4
 
-const ordersPlaced = new Counter("orders_placed");
-const ordersRefused = new Counter("orders_refused");
-const ordersCancelled = new Counter("orders_cancelled");
-const ordersDelivered = new Counter("orders_delivered");
-const ordersLeftOpen = new Counter("orders_left_open");
-const petsRestocked = new Counter("pets_restocked");
+const ordersPlaced = new Counter("orders_placed")
+const ordersRefused = new Counter("orders_refused")
+const ordersCancelled = new Counter("orders_cancelled")
+const ordersDelivered = new Counter("orders_delivered")
+const ordersLeftOpen = new Counter("orders_left_open")
+const petsRestocked = new Counter("pets_restocked")
 /** Races of the rush scenario that ended as they must: one order placed, every other refused. */
-const rushesSettled = new Counter("rushes_settled");
+const rushesSettled = new Counter("rushes_settled")
 
 // One callback per set of expected statuses, made in the init context. 429 is always expected: quota is
 // judged by rate_limited, not as an error.
@@ -80,7 +102,7 @@ const EXPECT = {
   200: http.expectedStatuses(200, 429),
   201: http.expectedStatuses(201, 429),
   "201|409": http.expectedStatuses(201, 409, 429)
-};
+}
 
 /** @type {Record<string, import("k6/options").Scenario>} */
 const scenarios = {
@@ -92,9 +114,15 @@ const scenarios = {
     preAllocatedVUs: envPositiveInt("VUS", 10),
     maxVUs: envPositiveInt("MAX_VUS", 50)
   }
-};
+}
 if (RUSHES > 0) {
-  scenarios.rush = { executor: "per-vu-iterations", exec: "rush", vus: 1, iterations: RUSHES, maxDuration: DURATION.text };
+  scenarios.rush = {
+    executor: "per-vu-iterations",
+    exec: "rush",
+    vus: 1,
+    iterations: RUSHES,
+    maxDuration: DURATION.text
+  }
 }
 
 /** @type {import("k6/options").Options} */
@@ -114,10 +142,10 @@ export const options = {
     rate_limited: [`rate<${envNumber("MAX_429_RATE", 0.02)}`]
   },
   summaryTrendStats: ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"]
-};
+}
 
 /** Per-VU state: when the staff key's Retry-After runs out (Unix ms). */
-const staff = { heldUntil: 0 };
+const staff = { heldUntil: 0 }
 
 /**
  * One request of a visit (lib/traffic.js flowRequest), tagged with its step, its latency recorded unless it
@@ -132,7 +160,7 @@ const staff = { heldUntil: 0 };
  * @returns {Response}
  */
 function send(op, name, method, path, body, key, expect) {
-  return flowRequest({ baseUrl: BASE_URL, op, name, method, path, body, key, expect: EXPECT[expect] });
+  return flowRequest({ baseUrl: BASE_URL, op, name, method, path, body, key, expect: EXPECT[expect] })
 }
 
 /**
@@ -140,8 +168,8 @@ function send(op, name, method, path, body, key, expect) {
  * @returns {boolean}
  */
 function staffDelivers() {
-  const visit = exec.scenario.iterationInTest;
-  return STAFF_KEY !== undefined && Math.floor((visit + 1) * DELIVER_SHARE) > Math.floor(visit * DELIVER_SHARE);
+  const visit = exec.scenario.iterationInTest
+  return STAFF_KEY !== undefined && Math.floor((visit + 1) * DELIVER_SHARE) > Math.floor(visit * DELIVER_SHARE)
 }
 
 /**
@@ -151,36 +179,46 @@ function staffDelivers() {
  * @returns {number | undefined} a pet to order, or undefined when the visit ends here
  */
 function browse(keyIndex, key) {
-  const page = send("browse", "GET /v1/pets?status=available", "GET", "/pets?status=available&limit=20", null, key, 200);
+  const page = send("browse", "GET /v1/pets?status=available", "GET", "/pets?status=available&limit=20", null, key, 200)
   if (page.status === 429) {
-    holdKey(keyIndex, page);
-    return undefined;
+    holdKey(keyIndex, page)
+    return undefined
   }
-  const pets = bodyJson(page);
+  const pets = bodyJson(page)
   check(page, {
-    "browse: 200 with a page of available pets": (r) => r.status === 200 && isPetArray(pets) &&
+    "browse: 200 with a page of available pets": (r) =>
+      r.status === 200 && isPetArray(pets) &&
       /** @type {Array<Record<string, unknown>>} */ (pets).every((pet) => pet.status === "available")
-  });
+  })
   if (Array.isArray(pets) && pets.length > 0) {
-    const pet = pets[Math.floor(Math.random() * pets.length)];
-    return isRecord(pet) && typeof pet.id === "number" ? pet.id : undefined;
+    const pet = pets[Math.floor(Math.random() * pets.length)]
+    return isRecord(pet) && typeof pet.id === "number" ? pet.id : undefined
   }
-  if (page.status !== 200) return undefined;
+  if (page.status !== 200) return undefined
 
-  const name = `adoption-${exec.vu.idInTest}-${exec.scenario.iterationInTest}`;
-  const created = send("restock", "POST /v1/pets", "POST", "/pets", { name, categoryId: 1, status: "available" }, key, 201);
+  const name = `adoption-${exec.vu.idInTest}-${exec.scenario.iterationInTest}`
+  const created = send(
+    "restock",
+    "POST /v1/pets",
+    "POST",
+    "/pets",
+    { name, categoryId: 1, status: "available" },
+    key,
+    201
+  )
   if (created.status === 429) {
-    holdKey(keyIndex, created);
-    return undefined;
+    holdKey(keyIndex, created)
+    return undefined
   }
-  const pet = bodyJson(created);
+  const pet = bodyJson(created)
   check(created, {
-    "restock: 201 with a new available pet": (r) => r.status === 201 && isPet(pet) && isRecord(pet) &&
+    "restock: 201 with a new available pet": (r) =>
+      r.status === 201 && isPet(pet) && isRecord(pet) &&
       pet.name === name && pet.status === "available"
-  });
-  if (!isRecord(pet) || typeof pet.id !== "number") return undefined;
-  petsRestocked.add(1);
-  return pet.id;
+  })
+  if (!isRecord(pet) || typeof pet.id !== "number") return undefined
+  petsRestocked.add(1)
+  return pet.id
 }
 
 /**
@@ -193,152 +231,195 @@ function browse(keyIndex, key) {
  */
 function close(keyIndex, key, orderId, petId) {
   if (STAFF_KEY !== undefined && staffDelivers() && staff.heldUntil <= Date.now()) {
-    const delivered = send("close", "POST /v1/store/orders/{orderId}/deliver", "POST", `/store/orders/${orderId}/deliver`, null, STAFF_KEY, 200);
+    const delivered = send(
+      "close",
+      "POST /v1/store/orders/{orderId}/deliver",
+      "POST",
+      `/store/orders/${orderId}/deliver`,
+      null,
+      STAFF_KEY,
+      200
+    )
     if (delivered.status === 429) {
-      staff.heldUntil = Date.now() + (retryAfterSeconds(delivered) || 1) * 1000;
+      staff.heldUntil = Date.now() + (retryAfterSeconds(delivered) || 1) * 1000
     } else {
-      const order = bodyJson(delivered);
+      const order = bodyJson(delivered)
       const ok = check(delivered, {
-        "deliver (staff): 200 with the order delivered": (r) => r.status === 200 && isOrder(order) && isRecord(order) &&
+        "deliver (staff): 200 with the order delivered": (r) =>
+          r.status === 200 && isOrder(order) && isRecord(order) &&
           order.id === orderId && order.petId === petId && order.status === "delivered"
-      });
-      if (!ok) return false;
-      ordersDelivered.add(1);
-      const pet = send("pet", "GET /v1/pets/{petId}", "GET", `/pets/${petId}`, null, key, 200);
-      if (pet.status === 429) holdKey(keyIndex, pet);
+      })
+      if (!ok) return false
+      ordersDelivered.add(1)
+      const pet = send("pet", "GET /v1/pets/{petId}", "GET", `/pets/${petId}`, null, key, 200)
+      if (pet.status === 429) holdKey(keyIndex, pet)
       else {
-        const body = bodyJson(pet);
-        check(pet, { "a delivered order's pet is sold": (r) => r.status === 200 && isRecord(body) && body.status === "sold" });
+        const body = bodyJson(pet)
+        check(pet, {
+          "a delivered order's pet is sold": (r) => r.status === 200 && isRecord(body) && body.status === "sold"
+        })
       }
-      return true;
+      return true
     }
   }
-  const cancelled = send("close", "POST /v1/store/orders/{orderId}/cancel", "POST", `/store/orders/${orderId}/cancel`, null, key, 200);
+  const cancelled = send(
+    "close",
+    "POST /v1/store/orders/{orderId}/cancel",
+    "POST",
+    `/store/orders/${orderId}/cancel`,
+    null,
+    key,
+    200
+  )
   if (cancelled.status === 429) {
-    holdKey(keyIndex, cancelled);
-    return false;
+    holdKey(keyIndex, cancelled)
+    return false
   }
-  const order = bodyJson(cancelled);
+  const order = bodyJson(cancelled)
   const ok = check(cancelled, {
-    "cancel: 200 with the order cancelled": (r) => r.status === 200 && isOrder(order) && isRecord(order) &&
+    "cancel: 200 with the order cancelled": (r) =>
+      r.status === 200 && isOrder(order) && isRecord(order) &&
       order.id === orderId && order.petId === petId && order.status === "cancelled"
-  });
-  if (ok) ordersCancelled.add(1);
-  return ok;
+  })
+  if (ok) ordersCancelled.add(1)
+  return ok
 }
 
 export function setup() {
-  const capacity = verifyKeys(BASE_URL, KEYS);
-  warnOnCapacity(capacity, RATE * REQUESTS_PER_VISIT, DURATION.seconds);
+  const capacity = verifyKeys(BASE_URL, KEYS)
+  warnOnCapacity(capacity, RATE * REQUESTS_PER_VISIT, DURATION.seconds)
   if (STAFF_KEY === undefined) {
-    console.warn("API_KEY_STAFF is not set: every order is cancelled, none delivered");
+    console.warn("API_KEY_STAFF is not set: every order is cancelled, none delivered")
   } else {
-    warnOnCapacity(verifyKeys(BASE_URL, [STAFF_KEY]), RATE * DELIVER_SHARE, DURATION.seconds);
-    verifyStaffKey(BASE_URL, STAFF_KEY, "API_KEY_STAFF");
+    warnOnCapacity(verifyKeys(BASE_URL, [STAFF_KEY]), RATE * DELIVER_SHARE, DURATION.seconds)
+    verifyStaffKey(BASE_URL, STAFF_KEY, "API_KEY_STAFF")
   }
   // Counters get a sample either way, so their thresholds are judged, and they are shown, on every k6.
-  ordersLeftOpen.add(0);
-  ordersPlaced.add(0);
-  ordersRefused.add(0);
-  if (RUSHES > 0) rushesSettled.add(0);
-  seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 20));
+  ordersLeftOpen.add(0)
+  ordersPlaced.add(0)
+  ordersRefused.add(0)
+  if (RUSHES > 0) rushesSettled.add(0)
+  seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 20))
 }
 
-export default function () {
-  const keyIndex = pickKey(KEYS);
+export default function() {
+  const keyIndex = pickKey(KEYS)
   if (keyIndex === undefined) {
-    throttledByClient.add(1, { op: "browse" });
-    rateLimited.add(true, { op: "browse" });
-    return;
+    throttledByClient.add(1, { op: "browse" })
+    rateLimited.add(true, { op: "browse" })
+    return
   }
-  const key = KEYS[keyIndex] || "";
+  const key = KEYS[keyIndex] || ""
 
-  const petId = browse(keyIndex, key);
-  if (petId === undefined) return;
+  const petId = browse(keyIndex, key)
+  if (petId === undefined) return
 
-  const placed = send("order", "POST /v1/store/orders", "POST", "/store/orders", { petId }, key, "201|409");
+  const placed = send("order", "POST /v1/store/orders", "POST", "/store/orders", { petId }, key, "201|409")
   if (placed.status === 429) {
-    holdKey(keyIndex, placed);
-    return;
+    holdKey(keyIndex, placed)
+    return
   }
-  const order = bodyJson(placed);
+  const order = bodyJson(placed)
   check(placed, {
     "order: 201 with the placed order and its Location, or 409 pet_not_available": (r) =>
       (r.status === 201 && isOrder(order) && isRecord(order) && order.petId === petId && order.status === "placed" &&
         header(r, "Location") === `/v1/store/orders/${String(order.id)}`) ||
       (r.status === 409 && isErrorBody(r, "pet_not_available")),
     "order: Stability: beta": (r) => header(r, "Stability") === "beta"
-  });
-  if (placed.status === 409) ordersRefused.add(1);
-  if (placed.status !== 201 || !isRecord(order) || typeof order.id !== "number") return;
-  ordersPlaced.add(1);
-  const orderId = order.id;
+  })
+  if (placed.status === 409) ordersRefused.add(1)
+  if (placed.status !== 201 || !isRecord(order) || typeof order.id !== "number") return
+  ordersPlaced.add(1)
+  const orderId = order.id
 
-  const read = send("read", "GET /v1/store/orders/{orderId}", "GET", `/store/orders/${orderId}`, null, key, 200);
-  if (read.status === 429) holdKey(keyIndex, read);
+  const read = send("read", "GET /v1/store/orders/{orderId}", "GET", `/store/orders/${orderId}`, null, key, 200)
+  if (read.status === 429) holdKey(keyIndex, read)
   else {
-    const body = bodyJson(read);
+    const body = bodyJson(read)
     check(read, {
-      "read: 200 with the order, still placed": (r) => r.status === 200 && isOrder(body) && isRecord(body) &&
+      "read: 200 with the order, still placed": (r) =>
+        r.status === 200 && isOrder(body) && isRecord(body) &&
         body.id === orderId && body.petId === petId && body.status === "placed"
-    });
+    })
   }
 
-  if (!close(keyIndex, key, orderId, petId)) ordersLeftOpen.add(1);
+  if (!close(keyIndex, key, orderId, petId)) ordersLeftOpen.add(1)
 }
 
 /**
  * The rush scenario: RUSH_SIZE orders for one new pet at once. Exactly one wins, whatever the timing.
  */
 export function rush() {
-  const first = exec.scenario.iterationInTest * RUSH_SIZE;
-  const creator = KEYS[first % KEYS.length] || "";
-  const name = `rush-${exec.scenario.iterationInTest}`;
-  const created = send("rush", "POST /v1/pets", "POST", "/pets", { name, categoryId: 1, status: "available" }, creator, 201);
-  if (created.status === 429) return;
-  const pet = bodyJson(created);
-  check(created, { "rush: 201 with a new available pet": (r) => r.status === 201 && isPet(pet) });
-  if (!isRecord(pet) || typeof pet.id !== "number") return;
-  const petId = pet.id;
+  const first = exec.scenario.iterationInTest * RUSH_SIZE
+  const creator = KEYS[first % KEYS.length] || ""
+  const name = `rush-${exec.scenario.iterationInTest}`
+  const created = send(
+    "rush",
+    "POST /v1/pets",
+    "POST",
+    "/pets",
+    { name, categoryId: 1, status: "available" },
+    creator,
+    201
+  )
+  if (created.status === 429) return
+  const pet = bodyJson(created)
+  check(created, { "rush: 201 with a new available pet": (r) => r.status === 201 && isPet(pet) })
+  if (!isRecord(pet) || typeof pet.id !== "number") return
+  const petId = pet.id
 
   /** @type {string[]} */
-  const keys = [];
-  for (let i = 0; i < RUSH_SIZE; i++) keys.push(KEYS[(first + i) % KEYS.length] || "");
+  const keys = []
+  for (let i = 0; i < RUSH_SIZE; i++) keys.push(KEYS[(first + i) % KEYS.length] || "")
   const responses = http.batch(keys.map((key) => ({
     method: "POST",
     url: `${BASE_URL}/store/orders`,
     body: JSON.stringify({ petId }),
-    params: { headers: jsonHeaders(key), responseCallback: EXPECT["201|409"], tags: { op: "rush", name: "POST /v1/store/orders" } }
-  })));
+    params: {
+      headers: jsonHeaders(key),
+      responseCallback: EXPECT["201|409"],
+      tags: { op: "rush", name: "POST /v1/store/orders" }
+    }
+  })))
   /** @type {Array<{ orderId: number, key: string }>} */
-  const winners = [];
-  let refused = 0;
-  let limited = 0;
+  const winners = []
+  let refused = 0
+  let limited = 0
   responses.forEach((res, index) => {
-    rateLimited.add(res.status === 429, { op: "rush" });
-    const order = bodyJson(res);
-    if (res.status === 201 && isRecord(order) && typeof order.id === "number") winners.push({ orderId: order.id, key: keys[index] || "" });
-    else if (res.status === 409 && isErrorBody(res, "pet_not_available")) refused += 1;
-    else if (res.status === 429) limited += 1;
-  });
-  ordersPlaced.add(winners.length);
-  ordersRefused.add(refused);
+    rateLimited.add(res.status === 429, { op: "rush" })
+    const order = bodyJson(res)
+    if (res.status === 201 && isRecord(order) && typeof order.id === "number") {
+      winners.push({ orderId: order.id, key: keys[index] || "" })
+    } else if (res.status === 409 && isErrorBody(res, "pet_not_available")) refused += 1
+    else if (res.status === 429) limited += 1
+  })
+  ordersPlaced.add(winners.length)
+  ordersRefused.add(refused)
   // A 429 takes a runner out of the race; the others must still have settled it.
-  if (limited === RUSH_SIZE) return;
+  if (limited === RUSH_SIZE) return
   const settled = check(responses, {
     "rush: one order for the pet placed, every other 409 pet_not_available": () =>
       winners.length === 1 && refused + limited === RUSH_SIZE - 1
-  });
-  if (settled) rushesSettled.add(1);
+  })
+  if (settled) rushesSettled.add(1)
 
   for (const winner of winners) {
-    const cancelled = send("rush", "POST /v1/store/orders/{orderId}/cancel", "POST", `/store/orders/${winner.orderId}/cancel`, null, winner.key, 200);
-    const order = bodyJson(cancelled);
+    const cancelled = send(
+      "rush",
+      "POST /v1/store/orders/{orderId}/cancel",
+      "POST",
+      `/store/orders/${winner.orderId}/cancel`,
+      null,
+      winner.key,
+      200
+    )
+    const order = bodyJson(cancelled)
     const ok = cancelled.status !== 429 && check(cancelled, {
-      "rush: the winner cancels, 200 with the order cancelled": (r) => r.status === 200 && isOrder(order) && isRecord(order) &&
+      "rush: the winner cancels, 200 with the order cancelled": (r) =>
+        r.status === 200 && isOrder(order) && isRecord(order) &&
         order.id === winner.orderId && order.status === "cancelled"
-    });
-    if (ok) ordersCancelled.add(1);
-    else ordersLeftOpen.add(1);
+    })
+    if (ok) ordersCancelled.add(1)
+    else ordersLeftOpen.add(1)
   }
 }

@@ -1,6 +1,6 @@
 // ESLint 9 flat config for the k6 scripts. k6 is not Node and not a browser: its globals are declared here.
-import js from "@eslint/js";
-import globals from "globals";
+import js from "@eslint/js"
+import globals from "globals"
 
 /** Globals the k6 runtime provides (https://grafana.com/docs/k6/latest/using-k6/execution-context-variables/). */
 const k6Globals = {
@@ -9,7 +9,7 @@ const k6Globals = {
   __ITER: "readonly",
   open: "readonly",
   console: "readonly"
-};
+}
 
 export default [
   { ignores: ["node_modules/**"] },
@@ -32,15 +32,14 @@ export default [
       eqeqeq: ["error", "always"],
       "no-shadow": "error",
       "no-implicit-globals": "error",
-      "no-restricted-globals": ["error",
-        { name: "fetch", message: "k6 has no fetch: use k6/http." },
-        { name: "setTimeout", message: "use sleep() from k6, or import it from k6/timers." },
-        { name: "process", message: "k6 is not Node: read __ENV." }
-      ]
+      "no-restricted-globals": ["error", { name: "fetch", message: "k6 has no fetch: use k6/http." }, {
+        name: "setTimeout",
+        message: "use sleep() from k6, or import it from k6/timers."
+      }, { name: "process", message: "k6 is not Node: read __ENV." }]
     }
   },
   {
     files: ["eslint.config.js"],
     languageOptions: { ecmaVersion: "latest", sourceType: "module", globals: globals.node }
   }
-];
+]

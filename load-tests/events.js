@@ -58,11 +58,11 @@
  *   MAX_ERROR_RATE     share of failed requests allowed (default 0): any status a step does not expect, 429 apart
  *   MAX_429_RATE       share of requests refused for quota allowed (default 0.02)
  */
-import http from "k6/http";
-import exec from "k6/execution";
-import { check, sleep } from "k6";
-import { Counter, Trend } from "k6/metrics";
-import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, envString } from "./lib/config.js";
+import http from "k6/http"
+import exec from "k6/execution"
+import { check, sleep } from "k6"
+import { Counter, Trend } from "k6/metrics"
+import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, envString } from "./lib/config.js"
 import {
   MAX_WEBHOOK_ENDPOINTS,
   bodyJson,
@@ -78,56 +78,75 @@ import {
   isWebhookSecret,
   jsonHeaders,
   nextLink
-} from "./lib/api.js";
-import { flowRequestHonouringRetryAfter, pickKey, rateLimited, throttledByClient, verifyKeys, verifyStaffKey, warnOnCapacity } from "./lib/traffic.js";
+} from "./lib/api.js"
+import {
+  flowRequestHonouringRetryAfter,
+  pickKey,
+  rateLimited,
+  throttledByClient,
+  verifyKeys,
+  verifyStaffKey,
+  warnOnCapacity
+} from "./lib/traffic.js"
 /** @import { Response } from "k6/http" */
 
-const BASE_URL = baseUrl();
-const KEYS = apiKeys();
-const STAFF_KEY = envString("API_KEY_STAFF");
-const WEBHOOK_URL = envString("WEBHOOK_URL") || "https://petstore-load-test.invalid/webhooks";
-const RECEIVER = envString("WEBHOOK_URL") !== undefined;
-const RATE = envPositiveInt("RATE", 1);
-const DURATION = envDuration("DURATION", "60s");
-const DELIVER_SHARE = envNumber("DELIVER_SHARE", 0.3);
-const STAFF_ORDER_SHARE = envNumber("STAFF_ORDER_SHARE", 0.2);
-const POLL_INTERVAL = envNumber("POLL_INTERVAL", 0.1);
-const EVENT_TIMEOUT = envNumber("EVENT_TIMEOUT", 10);
-const PAGE_SIZE = envPositiveInt("PAGE_SIZE", 100);
-const WEBHOOK_RATE = envNumber("WEBHOOK_RATE", 20);
-const WEBHOOK_MAX_VUS = envPositiveInt("WEBHOOK_MAX_VUS", 4);
-const ATTEMPT_TIMEOUT = envNumber("ATTEMPT_TIMEOUT", 15);
-const RETRIES = envNumber("RETRIES", 2);
+const BASE_URL = baseUrl()
+const KEYS = apiKeys()
+const STAFF_KEY = envString("API_KEY_STAFF")
+const WEBHOOK_URL = envString("WEBHOOK_URL") || "https://petstore-load-test.invalid/webhooks"
+const RECEIVER = envString("WEBHOOK_URL") !== undefined
+const RATE = envPositiveInt("RATE", 1)
+const DURATION = envDuration("DURATION", "60s")
+const DELIVER_SHARE = envNumber("DELIVER_SHARE", 0.3)
+const STAFF_ORDER_SHARE = envNumber("STAFF_ORDER_SHARE", 0.2)
+const POLL_INTERVAL = envNumber("POLL_INTERVAL", 0.1)
+const EVENT_TIMEOUT = envNumber("EVENT_TIMEOUT", 10)
+const PAGE_SIZE = envPositiveInt("PAGE_SIZE", 100)
+const WEBHOOK_RATE = envNumber("WEBHOOK_RATE", 20)
+const WEBHOOK_MAX_VUS = envPositiveInt("WEBHOOK_MAX_VUS", 4)
+const ATTEMPT_TIMEOUT = envNumber("ATTEMPT_TIMEOUT", 15)
+const RETRIES = envNumber("RETRIES", 2)
 for (const [name, value] of [["DELIVER_SHARE", DELIVER_SHARE], ["STAFF_ORDER_SHARE", STAFF_ORDER_SHARE]]) {
-  if (Number(value) < 0 || Number(value) > 1) throw new Error(`${name} must be between 0 and 1, got ${value}`);
+  if (Number(value) < 0 || Number(value) > 1) throw new Error(`${name} must be between 0 and 1, got ${value}`)
 }
-if (!/^https?:\/\/\S+$/.test(WEBHOOK_URL)) throw new Error(`WEBHOOK_URL must be an http(s) URL, got ${JSON.stringify(WEBHOOK_URL)}`);
-if (PAGE_SIZE > 100) throw new Error(`PAGE_SIZE must be at most 100, got ${PAGE_SIZE}`);
-if (!Number.isInteger(WEBHOOK_RATE) || WEBHOOK_RATE < 0) throw new Error(`WEBHOOK_RATE must be a whole number ≥ 0, got ${WEBHOOK_RATE}`);
-if (WEBHOOK_MAX_VUS > MAX_WEBHOOK_ENDPOINTS) throw new Error(`WEBHOOK_MAX_VUS must be at most ${MAX_WEBHOOK_ENDPOINTS}, got ${WEBHOOK_MAX_VUS}`);
-if (!Number.isInteger(RETRIES) || RETRIES < 0) throw new Error(`RETRIES must be a whole number ≥ 0, got ${RETRIES}`);
-for (const [name, value] of [["POLL_INTERVAL", POLL_INTERVAL], ["EVENT_TIMEOUT", EVENT_TIMEOUT], ["ATTEMPT_TIMEOUT", ATTEMPT_TIMEOUT]]) {
-  if (!(Number(value) > 0)) throw new Error(`${name} must be a number of seconds above 0, got ${value}`);
+if (!/^https?:\/\/\S+$/.test(WEBHOOK_URL)) {
+  throw new Error(`WEBHOOK_URL must be an http(s) URL, got ${JSON.stringify(WEBHOOK_URL)}`)
+}
+if (PAGE_SIZE > 100) throw new Error(`PAGE_SIZE must be at most 100, got ${PAGE_SIZE}`)
+if (!Number.isInteger(WEBHOOK_RATE) || WEBHOOK_RATE < 0) {
+  throw new Error(`WEBHOOK_RATE must be a whole number ≥ 0, got ${WEBHOOK_RATE}`)
+}
+if (WEBHOOK_MAX_VUS > MAX_WEBHOOK_ENDPOINTS) {
+  throw new Error(`WEBHOOK_MAX_VUS must be at most ${MAX_WEBHOOK_ENDPOINTS}, got ${WEBHOOK_MAX_VUS}`)
+}
+if (!Number.isInteger(RETRIES) || RETRIES < 0) throw new Error(`RETRIES must be a whole number ≥ 0, got ${RETRIES}`)
+for (
+  const [name, value] of [["POLL_INTERVAL", POLL_INTERVAL], ["EVENT_TIMEOUT", EVENT_TIMEOUT], [
+    "ATTEMPT_TIMEOUT",
+    ATTEMPT_TIMEOUT
+  ]]
+) {
+  if (!(Number(value) > 0)) throw new Error(`${name} must be a number of seconds above 0, got ${value}`)
 }
 
 /**
  * Requests of a story (three changes, at least one poll after each, one walk by type, the odd second page) and
  * of an endpoint's life (eleven steps, the attempts read once or twice), for the capacity warning.
  */
-const REQUESTS_PER_STORY = 8;
-const REQUESTS_PER_LIFE = 12;
+const REQUESTS_PER_STORY = 8
+const REQUESTS_PER_LIFE = 12
 
-const eventLag = new Trend("event_lag", true);
-const eventsSeen = new Counter("events_seen");
-const eventsMissing = new Counter("events_missing");
-const eventsDuplicated = new Counter("events_duplicated");
+const eventLag = new Trend("event_lag", true)
+const eventsSeen = new Counter("events_seen")
+const eventsMissing = new Counter("events_missing")
+const eventsDuplicated = new Counter("events_duplicated")
 /** Order events a customer's key was shown that are not its own: the staff's orders of this VU's stories. */
-const eventsForeign = new Counter("events_foreign");
-const ordersLeftOpen = new Counter("orders_left_open");
-const webhookLives = new Counter("webhook_endpoint_lives");
-const endpointsLeft = new Counter("webhook_endpoints_left");
-const testsUnattempted = new Counter("webhook_tests_unattempted");
-const testAttemptLag = new Trend("webhook_test_attempt_lag", true);
+const eventsForeign = new Counter("events_foreign")
+const ordersLeftOpen = new Counter("orders_left_open")
+const webhookLives = new Counter("webhook_endpoint_lives")
+const endpointsLeft = new Counter("webhook_endpoints_left")
+const testsUnattempted = new Counter("webhook_tests_unattempted")
+const testAttemptLag = new Trend("webhook_test_attempt_lag", true)
 
 // One callback per set of expected statuses, made in the init context; 429 is always expected.
 const EXPECT = {
@@ -137,7 +156,7 @@ const EXPECT = {
   204: http.expectedStatuses(204, 429),
   404: http.expectedStatuses(404, 429),
   "201|400": http.expectedStatuses(201, 400)
-};
+}
 
 /** @type {Record<string, import("k6/options").Scenario>} */
 const scenarios = {
@@ -150,9 +169,9 @@ const scenarios = {
     preAllocatedVUs: envPositiveInt("VUS", 5),
     maxVUs: envPositiveInt("MAX_VUS", 30)
   }
-};
+}
 /** @type {Record<string, string[]>} */
-const webhookThresholds = {};
+const webhookThresholds = {}
 if (WEBHOOK_RATE > 0) {
   scenarios.webhooks = {
     executor: "constant-arrival-rate",
@@ -162,11 +181,11 @@ if (WEBHOOK_RATE > 0) {
     duration: DURATION.text,
     preAllocatedVUs: Math.min(2, WEBHOOK_MAX_VUS),
     maxVUs: WEBHOOK_MAX_VUS
-  };
+  }
   // Some endpoint lived through every step; none was left registered; every test event was attempted.
-  webhookThresholds.webhook_endpoint_lives = ["count>0"];
-  webhookThresholds.webhook_endpoints_left = ["count==0"];
-  webhookThresholds.webhook_tests_unattempted = ["count==0"];
+  webhookThresholds.webhook_endpoint_lives = ["count>0"]
+  webhookThresholds.webhook_endpoints_left = ["count==0"]
+  webhookThresholds.webhook_tests_unattempted = ["count==0"]
 }
 
 /** @type {import("k6/options").Options} */
@@ -187,7 +206,7 @@ export const options = {
     rate_limited: [`rate<${envNumber("MAX_429_RATE", 0.02)}`]
   }, webhookThresholds),
   summaryTrendStats: ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"]
-};
+}
 
 /**
  * A request of a step, which waits out a 429 (lib/traffic.js).
@@ -202,7 +221,11 @@ export const options = {
  * @returns {Response}
  */
 function send(op, name, method, path, body, key, expect, keyIndex) {
-  return flowRequestHonouringRetryAfter({ baseUrl: BASE_URL, op, name, method, path, body, key, expect: EXPECT[expect] }, RETRIES, keyIndex);
+  return flowRequestHonouringRetryAfter(
+    { baseUrl: BASE_URL, op, name, method, path, body, key, expect: EXPECT[expect] },
+    RETRIES,
+    keyIndex
+  )
 }
 
 /**
@@ -210,7 +233,7 @@ function send(op, name, method, path, body, key, expect, keyIndex) {
  * @returns {boolean} whether the answer says its operation is beta
  */
 function beta(res) {
-  return header(res, "Stability") === "beta";
+  return header(res, "Stability") === "beta"
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -236,7 +259,7 @@ const log = {
   order: [],
   /** @type {Record<number, boolean>} ids of orders the staff key placed in this VU's stories */
   staffOrders: {}
-};
+}
 
 /**
  * @param {string} type
@@ -244,7 +267,7 @@ const log = {
  * @returns {string} the key of the change an event describes: its type, object and the object's status
  */
 function changeKey(type, data) {
-  return isRecord(data) ? `${type} ${String(data.id)} ${String(data.status)}` : type;
+  return isRecord(data) ? `${type} ${String(data.id)} ${String(data.status)}` : type
 }
 
 /**
@@ -253,24 +276,25 @@ function changeKey(type, data) {
  * @param {number} at when its page arrived
  */
 function observe(event, at) {
-  if (!isRecord(event) || typeof event.type !== "string" || typeof event.id !== "string") return;
-  const data = event.data;
+  if (!isRecord(event) || typeof event.type !== "string" || typeof event.id !== "string") return
+  const data = event.data
   if (event.type.indexOf("order.") === 0 && isRecord(data) && typeof data.id === "number" && log.staffOrders[data.id]) {
-    eventsForeign.add(1);
-    check(event, { "events: a customer's key is not shown the staff's order events": () => false });
+    eventsForeign.add(1)
+    check(event, { "events: a customer's key is not shown the staff's order events": () => false })
   }
-  const watch = log.watches[changeKey(event.type, data)];
-  if (watch === undefined) return;
+  const watch = log.watches[changeKey(event.type, data)]
+  if (watch === undefined) return
   if (watch.eventId === undefined) {
-    watch.eventId = event.id;
-    watch.seenAt = at;
+    watch.eventId = event.id
+    watch.seenAt = at
     check(event, {
-      "events: a change's event has its type and the object after the change": () => isRecord(data) &&
+      "events: a change's event has its type and the object after the change": () =>
+        isRecord(data) &&
         Object.keys(watch.data).every((field) => data[field] === watch.data[field])
-    });
+    })
   } else if (watch.eventId !== event.id) {
-    eventsDuplicated.add(1);
-    check(event, { "events: a change has one event": () => false });
+    eventsDuplicated.add(1)
+    check(event, { "events: a change has one event": () => false })
   }
 }
 
@@ -282,44 +306,56 @@ function observe(event, at) {
  * @returns {boolean} whether every page came
  */
 function walk(keyIndex) {
-  const key = KEYS[keyIndex] || "";
-  let cursor = log.cursors[keyIndex];
+  const key = KEYS[keyIndex] || ""
+  let cursor = log.cursors[keyIndex]
   if (cursor === undefined) {
-    cursor = { resume: log.start, sinceResume: {} };
-    log.cursors[keyIndex] = cursor;
+    cursor = { resume: log.start, sinceResume: {} }
+    log.cursors[keyIndex] = cursor
   }
   /** @type {Record<string, boolean>} */
-  const inWalk = {};
-  let url = cursor.resume || `/events?limit=${PAGE_SIZE}`;
+  const inWalk = {}
+  let url = cursor.resume || `/events?limit=${PAGE_SIZE}`
   for (;;) {
-    const res = send("events", url === cursor.resume ? "GET /v1/events?cursor" : "GET /v1/events", "GET", url, null, key, 200, keyIndex);
-    if (res.status !== 200) return false;
-    const at = Date.now();
-    const events = bodyJson(res);
-    const next = nextLink(res);
+    const res = send(
+      "events",
+      url === cursor.resume ? "GET /v1/events?cursor" : "GET /v1/events",
+      "GET",
+      url,
+      null,
+      key,
+      200,
+      keyIndex
+    )
+    if (res.status !== 200) return false
+    const at = Date.now()
+    const events = bodyJson(res)
+    const next = nextLink(res)
     check(res, {
-      "events: 200 with a page of events, oldest first": (r) => r.status === 200 && Array.isArray(events) &&
+      "events: 200 with a page of events, oldest first": (r) =>
+        r.status === 200 && Array.isArray(events) &&
         events.length <= PAGE_SIZE && events.every(isEvent),
       "events: Stability: beta": beta,
-      "events: the next page's Link keeps limit and a cursor": () => next === undefined ||
-        (/^https?:\/\/[^?]+\/v1\/events\?/.test(next) && next.indexOf(`limit=${PAGE_SIZE}`) >= 0 && /[?&]cursor=[A-Za-z0-9_-]+/.test(next))
-    });
-    if (!Array.isArray(events)) return false;
+      "events: the next page's Link keeps limit and a cursor": () =>
+        next === undefined ||
+        (/^https?:\/\/[^?]+\/v1\/events\?/.test(next) && next.indexOf(`limit=${PAGE_SIZE}`) >= 0 &&
+          /[?&]cursor=[A-Za-z0-9_-]+/.test(next))
+    })
+    if (!Array.isArray(events)) return false
     for (const event of events) {
-      const id = isRecord(event) && typeof event.id === "string" ? event.id : "";
+      const id = isRecord(event) && typeof event.id === "string" ? event.id : ""
       if (inWalk[id]) {
-        eventsDuplicated.add(1);
-        check(event, { "events: a walk shows every event once": () => false });
+        eventsDuplicated.add(1)
+        check(event, { "events: a walk shows every event once": () => false })
       }
-      inWalk[id] = true;
-      if (cursor.sinceResume[id]) continue;
-      cursor.sinceResume[id] = true;
-      observe(event, at);
+      inWalk[id] = true
+      if (cursor.sinceResume[id]) continue
+      cursor.sinceResume[id] = true
+      observe(event, at)
     }
-    if (next === undefined) return true;
-    cursor.resume = next;
-    cursor.sinceResume = {};
-    url = next;
+    if (next === undefined) return true
+    cursor.resume = next
+    cursor.sinceResume = {}
+    url = next
   }
 }
 
@@ -332,22 +368,25 @@ function walk(keyIndex) {
  * @param {string} eventId
  */
 function walkType(keyIndex, from, type, eventId) {
-  let url = from === undefined ? `/events?limit=${PAGE_SIZE}&type=${type}` : `${from}&type=${type}`;
-  let times = 0;
+  let url = from === undefined ? `/events?limit=${PAGE_SIZE}&type=${type}` : `${from}&type=${type}`
+  let times = 0
   for (;;) {
-    const res = send("events", "GET /v1/events?type", "GET", url, null, KEYS[keyIndex] || "", 200, keyIndex);
-    const events = bodyJson(res);
-    if (!check(res, {
-      "events?type: 200 with a page of that type alone": (r) => r.status === 200 && Array.isArray(events) &&
-        events.every((event) => isEvent(event) && event.type === type)
-    }) || !Array.isArray(events)) return;
-    times += events.filter((event) => event.id === eventId).length;
-    const next = nextLink(res);
-    if (next === undefined) break;
-    check(res, { "events?type: the next page's Link keeps the type": () => next.indexOf(`type=${type}`) >= 0 });
-    url = next;
+    const res = send("events", "GET /v1/events?type", "GET", url, null, KEYS[keyIndex] || "", 200, keyIndex)
+    const events = bodyJson(res)
+    if (
+      !check(res, {
+        "events?type: 200 with a page of that type alone": (r) =>
+          r.status === 200 && Array.isArray(events) &&
+          events.every((event) => isEvent(event) && event.type === type)
+      }) || !Array.isArray(events)
+    ) return
+    times += events.filter((event) => event.id === eventId).length
+    const next = nextLink(res)
+    if (next === undefined) break
+    check(res, { "events?type: the next page's Link keeps the type": () => next.indexOf(`type=${type}`) >= 0 })
+    url = next
   }
-  check(times, { "events?type: shows the change's event once": (n) => n === 1 });
+  check(times, { "events?type: shows the change's event once": (n) => n === 1 })
 }
 
 /**
@@ -361,32 +400,33 @@ function walkType(keyIndex, from, type, eventId) {
 function awaitEvents(keyIndex, since, expected) {
   /** @type {Watch[]} */
   const watches = expected.map((event) => {
-    const key = changeKey(event.type, event.data);
+    const key = changeKey(event.type, event.data)
     /** @type {Watch} */
-    const watch = { type: event.type, data: event.data, eventId: undefined, seenAt: undefined };
-    log.watches[key] = watch;
-    log.order.push(key);
-    return watch;
-  });
-  while (log.order.length > 500) delete log.watches[log.order.shift() || ""];
-  const deadline = since + EVENT_TIMEOUT * 1000;
+    const watch = { type: event.type, data: event.data, eventId: undefined, seenAt: undefined }
+    log.watches[key] = watch
+    log.order.push(key)
+    return watch
+  })
+  while (log.order.length > 500) delete log.watches[log.order.shift() || ""]
+  const deadline = since + EVENT_TIMEOUT * 1000
   for (;;) {
-    const walked = walk(keyIndex);
-    if (!walked || watches.every((watch) => watch.eventId !== undefined) || Date.now() >= deadline) break;
-    sleep(POLL_INTERVAL);
+    const walked = walk(keyIndex)
+    if (!walked || watches.every((watch) => watch.eventId !== undefined) || Date.now() >= deadline) break
+    sleep(POLL_INTERVAL)
   }
   for (const watch of watches) {
     if (watch.seenAt === undefined) {
-      eventsMissing.add(1, { type: watch.type });
+      eventsMissing.add(1, { type: watch.type })
     } else {
-      eventsSeen.add(1, { type: watch.type });
-      eventLag.add(watch.seenAt - since, { type: watch.type });
+      eventsSeen.add(1, { type: watch.type })
+      eventLag.add(watch.seenAt - since, { type: watch.type })
     }
   }
   check(watches, {
-    "events: every change's events appear within EVENT_TIMEOUT": (all) => all.every((watch) => watch.eventId !== undefined)
-  });
-  return watches;
+    "events: every change's events appear within EVENT_TIMEOUT": (all) =>
+      all.every((watch) => watch.eventId !== undefined)
+  })
+  return watches
 }
 
 /**
@@ -396,8 +436,8 @@ function awaitEvents(keyIndex, since, expected) {
  * @returns {boolean}
  */
 function spread(share) {
-  const story = exec.scenario.iterationInTest;
-  return STAFF_KEY !== undefined && Math.floor((story + 1) * share) > Math.floor(story * share);
+  const story = exec.scenario.iterationInTest
+  return STAFF_KEY !== undefined && Math.floor((story + 1) * share) > Math.floor(story * share)
 }
 
 /**
@@ -405,26 +445,26 @@ function spread(share) {
  * @returns {Record<string, unknown> | undefined} the body when it is an Order
  */
 function orderOf(res) {
-  const order = bodyJson(res);
-  return isOrder(order) && isRecord(order) ? order : undefined;
+  const order = bodyJson(res)
+  return isOrder(order) && isRecord(order) ? order : undefined
 }
 
 export function setup() {
-  const capacity = verifyKeys(BASE_URL, KEYS);
-  warnOnCapacity(capacity, RATE * REQUESTS_PER_STORY + (WEBHOOK_RATE * REQUESTS_PER_LIFE) / 60, DURATION.seconds);
+  const capacity = verifyKeys(BASE_URL, KEYS)
+  warnOnCapacity(capacity, RATE * REQUESTS_PER_STORY + (WEBHOOK_RATE * REQUESTS_PER_LIFE) / 60, DURATION.seconds)
   if (STAFF_KEY === undefined) {
-    console.warn("API_KEY_STAFF is not set: every order is the customer's, and cancelled");
+    console.warn("API_KEY_STAFF is not set: every order is the customer's, and cancelled")
   } else {
-    verifyKeys(BASE_URL, [STAFF_KEY]);
-    verifyStaffKey(BASE_URL, STAFF_KEY, "API_KEY_STAFF");
+    verifyKeys(BASE_URL, [STAFF_KEY])
+    verifyStaffKey(BASE_URL, STAFF_KEY, "API_KEY_STAFF")
   }
   // Counters get a sample either way, so their thresholds are judged, and they are shown, on every k6.
-  for (const counter of [eventsSeen, eventsMissing, eventsDuplicated, eventsForeign, ordersLeftOpen]) counter.add(0);
+  for (const counter of [eventsSeen, eventsMissing, eventsDuplicated, eventsForeign, ordersLeftOpen]) counter.add(0)
   if (WEBHOOK_RATE > 0) {
-    for (const counter of [webhookLives, endpointsLeft, testsUnattempted]) counter.add(0);
-    endpointBound();
+    for (const counter of [webhookLives, endpointsLeft, testsUnattempted]) counter.add(0)
+    endpointBound()
   }
-  return { start: logEnd() };
+  return { start: logEnd() }
 }
 
 /**
@@ -434,15 +474,23 @@ export function setup() {
  */
 function logEnd() {
   /** @type {string | undefined} */
-  let resume;
-  let url = `/events?limit=${PAGE_SIZE}`;
+  let resume
+  let url = `/events?limit=${PAGE_SIZE}`
   for (;;) {
-    const res = send("events", resume === undefined ? "GET /v1/events" : "GET /v1/events?cursor", "GET", url, null, KEYS[0] || "", 200);
-    if (res.status !== 200) exec.test.abort(`setup could not read GET /v1/events: ${res.status} ${String(res.body)}`);
-    const next = nextLink(res);
-    if (next === undefined) return resume;
-    resume = next;
-    url = next;
+    const res = send(
+      "events",
+      resume === undefined ? "GET /v1/events" : "GET /v1/events?cursor",
+      "GET",
+      url,
+      null,
+      KEYS[0] || "",
+      200
+    )
+    if (res.status !== 200) exec.test.abort(`setup could not read GET /v1/events: ${res.status} ${String(res.body)}`)
+    const next = nextLink(res)
+    if (next === undefined) return resume
+    resume = next
+    url = next
   }
 }
 
@@ -451,82 +499,135 @@ function logEnd() {
  * @param {{ start: string | undefined }} data
  */
 export function changes(data) {
-  if (log.start === undefined) log.start = data.start;
-  const keyIndex = pickKey(KEYS);
+  if (log.start === undefined) log.start = data.start
+  const keyIndex = pickKey(KEYS)
   if (keyIndex === undefined) {
-    throttledByClient.add(1, { op: "pet" });
-    rateLimited.add(true, { op: "pet" });
-    return;
+    throttledByClient.add(1, { op: "pet" })
+    rateLimited.add(true, { op: "pet" })
+    return
   }
-  const key = KEYS[keyIndex] || "";
-  const name = `events-${exec.vu.idInTest}-${exec.scenario.iterationInTest}`;
-  const created = send("pet", "POST /v1/pets", "POST", "/pets", { name, categoryId: 1, status: "available" }, key, 201, keyIndex);
-  const pet = bodyJson(created);
-  if (!check(created, { "pet: 201 with a new available pet": (r) => r.status === 201 && isPet(pet) }) || !isRecord(pet)) return;
-  const petId = pet.id;
-  awaitEvents(keyIndex, Date.now(), [{ type: "pet.created", data: { id: petId, name, status: "available" } }]);
+  const key = KEYS[keyIndex] || ""
+  const name = `events-${exec.vu.idInTest}-${exec.scenario.iterationInTest}`
+  const created = send(
+    "pet",
+    "POST /v1/pets",
+    "POST",
+    "/pets",
+    { name, categoryId: 1, status: "available" },
+    key,
+    201,
+    keyIndex
+  )
+  const pet = bodyJson(created)
+  if (
+    !check(created, { "pet: 201 with a new available pet": (r) => r.status === 201 && isPet(pet) }) || !isRecord(pet)
+  ) return
+  const petId = pet.id
+  awaitEvents(keyIndex, Date.now(), [{ type: "pet.created", data: { id: petId, name, status: "available" } }])
 
   if (spread(STAFF_ORDER_SHARE) && STAFF_KEY !== undefined) {
     // Staff order the customer's pet: the customer sees the pet's events, never the order's.
-    const placed = send("order", "POST /v1/store/orders", "POST", "/store/orders", { petId }, STAFF_KEY, 201);
-    const order = orderOf(placed);
-    if (!check(placed, { "order (staff): 201 with the placed order": () => placed.status === 201 && order !== undefined }) || order === undefined) return;
-    log.staffOrders[Number(order.id)] = true;
-    awaitEvents(keyIndex, Date.now(), [{ type: "pet.updated", data: { id: petId, status: "pending" } }]);
-    const cancelled = send("close", "POST /v1/store/orders/{orderId}/cancel", "POST", `/store/orders/${String(order.id)}/cancel`, null, STAFF_KEY, 200);
-    const closed = orderOf(cancelled);
-    if (!check(cancelled, { "cancel (staff): 200 with the order cancelled": () => closed !== undefined && closed.status === "cancelled" })) {
-      ordersLeftOpen.add(1);
-      return;
+    const placed = send("order", "POST /v1/store/orders", "POST", "/store/orders", { petId }, STAFF_KEY, 201)
+    const order = orderOf(placed)
+    if (
+      !check(placed, {
+        "order (staff): 201 with the placed order": () => placed.status === 201 && order !== undefined
+      }) || order === undefined
+    ) return
+    log.staffOrders[Number(order.id)] = true
+    awaitEvents(keyIndex, Date.now(), [{ type: "pet.updated", data: { id: petId, status: "pending" } }])
+    const cancelled = send(
+      "close",
+      "POST /v1/store/orders/{orderId}/cancel",
+      "POST",
+      `/store/orders/${String(order.id)}/cancel`,
+      null,
+      STAFF_KEY,
+      200
+    )
+    const closed = orderOf(cancelled)
+    if (
+      !check(cancelled, {
+        "cancel (staff): 200 with the order cancelled": () => closed !== undefined && closed.status === "cancelled"
+      })
+    ) {
+      ordersLeftOpen.add(1)
+      return
     }
-    awaitEvents(keyIndex, Date.now(), [{ type: "pet.updated", data: { id: petId, status: "available" } }]);
-    return;
+    awaitEvents(keyIndex, Date.now(), [{ type: "pet.updated", data: { id: petId, status: "available" } }])
+    return
   }
 
-  const placed = send("order", "POST /v1/store/orders", "POST", "/store/orders", { petId }, key, 201, keyIndex);
-  const order = orderOf(placed);
-  if (!check(placed, { "order: 201 with the placed order": () => placed.status === 201 && order !== undefined && order.petId === petId }) ||
-    order === undefined) return;
-  const orderId = order.id;
+  const placed = send("order", "POST /v1/store/orders", "POST", "/store/orders", { petId }, key, 201, keyIndex)
+  const order = orderOf(placed)
+  if (
+    !check(placed, {
+      "order: 201 with the placed order": () => placed.status === 201 && order !== undefined && order.petId === petId
+    }) ||
+    order === undefined
+  ) return
+  const orderId = order.id
   awaitEvents(keyIndex, Date.now(), [
     { type: "order.placed", data: { id: orderId, petId, status: "placed" } },
     { type: "pet.updated", data: { id: petId, status: "pending" } }
-  ]);
+  ])
 
-  const deliver = spread(DELIVER_SHARE) && STAFF_KEY !== undefined;
-  const status = deliver ? "delivered" : "cancelled";
+  const deliver = spread(DELIVER_SHARE) && STAFF_KEY !== undefined
+  const status = deliver ? "delivered" : "cancelled"
   const closed = deliver
-    ? send("close", "POST /v1/store/orders/{orderId}/deliver", "POST", `/store/orders/${String(orderId)}/deliver`, null, STAFF_KEY || "", 200)
-    : send("close", "POST /v1/store/orders/{orderId}/cancel", "POST", `/store/orders/${String(orderId)}/cancel`, null, key, 200, keyIndex);
-  const after = orderOf(closed);
-  if (!check(closed, { [`close: 200 with the order ${status}`]: () => after !== undefined && after.id === orderId && after.status === status })) {
-    ordersLeftOpen.add(1);
-    return;
+    ? send(
+      "close",
+      "POST /v1/store/orders/{orderId}/deliver",
+      "POST",
+      `/store/orders/${String(orderId)}/deliver`,
+      null,
+      STAFF_KEY || "",
+      200
+    )
+    : send(
+      "close",
+      "POST /v1/store/orders/{orderId}/cancel",
+      "POST",
+      `/store/orders/${String(orderId)}/cancel`,
+      null,
+      key,
+      200,
+      keyIndex
+    )
+  const after = orderOf(closed)
+  if (
+    !check(closed, {
+      [`close: 200 with the order ${status}`]: () =>
+        after !== undefined && after.id === orderId && after.status === status
+    })
+  ) {
+    ordersLeftOpen.add(1)
+    return
   }
-  const cursor = log.cursors[keyIndex];
-  const from = cursor === undefined ? undefined : cursor.resume;
+  const cursor = log.cursors[keyIndex]
+  const from = cursor === undefined ? undefined : cursor.resume
   const closing = awaitEvents(keyIndex, Date.now(), [
     { type: `order.${status}`, data: { id: orderId, petId, status } },
     { type: "pet.updated", data: { id: petId, status: deliver ? "sold" : "available" } }
-  ])[0];
+  ])[0]
   // The same event through the type filter, from where the walks were before it.
-  if (closing !== undefined && closing.eventId !== undefined) walkType(keyIndex, from, closing.type, closing.eventId);
+  if (closing !== undefined && closing.eventId !== undefined) walkType(keyIndex, from, closing.type, closing.eventId)
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // Webhook endpoints
 
 /** The endpoint a life creates: one key's orders, at WEBHOOK_URL. */
-const NEW_ENDPOINT_TYPES = ["order.placed"];
-const CHANGED_ENDPOINT_TYPES = ["order.placed", "order.cancelled", "order.delivered"];
+const NEW_ENDPOINT_TYPES = ["order.placed"]
+const CHANGED_ENDPOINT_TYPES = ["order.placed", "order.cancelled", "order.delivered"]
 
 /**
  * @param {Response} res
  * @returns {Record<string, unknown> | undefined} the body when it is a WebhookEndpoint (without its secret)
  */
 function endpointOf(res) {
-  const endpoint = bodyJson(res);
-  return isWebhookEndpoint(endpoint) && isRecord(endpoint) ? endpoint : undefined;
+  const endpoint = bodyJson(res)
+  return isWebhookEndpoint(endpoint) && isRecord(endpoint) ? endpoint : undefined
 }
 
 /**
@@ -534,8 +635,9 @@ function endpointOf(res) {
  * @returns {boolean} whether list is the key's endpoints: WebhookEndpoints, oldest first, at most 10
  */
 function isEndpointList(list) {
-  return Array.isArray(list) && list.length <= MAX_WEBHOOK_ENDPOINTS && list.every((endpoint) => isWebhookEndpoint(endpoint)) &&
-    list.every((endpoint, i) => i === 0 || String(endpoint.createdAt) >= String(list[i - 1].createdAt));
+  return Array.isArray(list) && list.length <= MAX_WEBHOOK_ENDPOINTS &&
+    list.every((endpoint) => isWebhookEndpoint(endpoint)) &&
+    list.every((endpoint, i) => i === 0 || String(endpoint.createdAt) >= String(list[i - 1].createdAt))
 }
 
 /**
@@ -546,48 +648,77 @@ function isEndpointList(list) {
 function endpointBound() {
   /** @type {number[]} */
   const existing = KEYS.map((key, index) => {
-    const res = send("setup", "GET /v1/webhooks/endpoints", "GET", "/webhooks/endpoints", null, key, 200);
-    const list = bodyJson(res);
-    if (res.status !== 200 || !Array.isArray(list)) exec.test.abort(`key #${index + 1} of API_KEYS cannot list its webhook endpoints: ${res.status}`);
-    const count = Array.isArray(list) ? list.length : 0;
-    if (count + WEBHOOK_MAX_VUS > MAX_WEBHOOK_ENDPOINTS) {
-      exec.test.abort(`key #${index + 1} of API_KEYS has ${count} webhook endpoints: the run needs room for WEBHOOK_MAX_VUS ` +
-        `(${WEBHOOK_MAX_VUS}) under the bound of ${MAX_WEBHOOK_ENDPOINTS}; delete some, or use another key`);
+    const res = send("setup", "GET /v1/webhooks/endpoints", "GET", "/webhooks/endpoints", null, key, 200)
+    const list = bodyJson(res)
+    if (res.status !== 200 || !Array.isArray(list)) {
+      exec.test.abort(`key #${index + 1} of API_KEYS cannot list its webhook endpoints: ${res.status}`)
     }
-    return count;
-  });
-  const key = KEYS[0] || "";
-  const room = MAX_WEBHOOK_ENDPOINTS - (existing[0] || 0);
+    const count = Array.isArray(list) ? list.length : 0
+    if (count + WEBHOOK_MAX_VUS > MAX_WEBHOOK_ENDPOINTS) {
+      exec.test.abort(
+        `key #${index + 1} of API_KEYS has ${count} webhook endpoints: the run needs room for WEBHOOK_MAX_VUS ` +
+          `(${WEBHOOK_MAX_VUS}) under the bound of ${MAX_WEBHOOK_ENDPOINTS}; delete some, or use another key`
+      )
+    }
+    return count
+  })
+  const key = KEYS[0] || ""
+  const room = MAX_WEBHOOK_ENDPOINTS - (existing[0] || 0)
   const responses = http.batch(Array.from({ length: room + 3 }, (_, i) => ({
     method: "POST",
     url: `${BASE_URL}/webhooks/endpoints`,
     body: JSON.stringify({ url: WEBHOOK_URL, eventTypes: ["webhook.test"], description: `k6 events.js bound ${i}` }),
-    params: { headers: jsonHeaders(key), responseCallback: EXPECT["201|400"], tags: { op: "setup", name: "POST /v1/webhooks/endpoints" } }
-  })));
+    params: {
+      headers: jsonHeaders(key),
+      responseCallback: EXPECT["201|400"],
+      tags: { op: "setup", name: "POST /v1/webhooks/endpoints" }
+    }
+  })))
   /** @type {string[]} */
-  const created = [];
-  let refused = 0;
+  const created = []
+  let refused = 0
   for (const res of responses) {
-    const body = bodyJson(res);
-    if (res.status === 201 && isRecord(body) && typeof body.id === "string") created.push(body.id);
+    const body = bodyJson(res)
+    if (res.status === 201 && isRecord(body) && typeof body.id === "string") created.push(body.id)
     // The bound's 400 names no field: the Error body without `details`.
-    else if (res.status === 400 && isRecord(body) && body.code === "invalid_request" && body.status === 400 &&
-      /at most 10 webhook endpoints/.test(String(body.message))) refused += 1;
+    else if (
+      res.status === 400 && isRecord(body) && body.code === "invalid_request" && body.status === 400 &&
+      /at most 10 webhook endpoints/.test(String(body.message))
+    ) refused += 1
   }
-  const full = send("setup", "GET /v1/webhooks/endpoints", "GET", "/webhooks/endpoints", null, key, 200);
-  const list = bodyJson(full);
+  const full = send("setup", "GET /v1/webhooks/endpoints", "GET", "/webhooks/endpoints", null, key, 200)
+  const list = bodyJson(full)
   check(responses, {
     "bound: of endpoints created at once, exactly the room under 10 are 201, the others 400": () =>
       created.length === room && refused === 3,
-    "bound: the key then lists 10 endpoints": () => isEndpointList(list) && Array.isArray(list) && list.length === MAX_WEBHOOK_ENDPOINTS
-  });
+    "bound: the key then lists 10 endpoints": () =>
+      isEndpointList(list) && Array.isArray(list) && list.length === MAX_WEBHOOK_ENDPOINTS
+  })
   if (created.length > 0 && STAFF_KEY !== undefined) {
-    const other = send("setup", "GET /v1/webhooks/endpoints/{endpointId}", "GET", `/webhooks/endpoints/${created[0]}`, null, STAFF_KEY, 404);
-    check(other, { "bound: another key's endpoint is 404, even to staff": (r) => r.status === 404 && isErrorBody(r, "not_found") });
+    const other = send(
+      "setup",
+      "GET /v1/webhooks/endpoints/{endpointId}",
+      "GET",
+      `/webhooks/endpoints/${created[0]}`,
+      null,
+      STAFF_KEY,
+      404
+    )
+    check(other, {
+      "bound: another key's endpoint is 404, even to staff": (r) => r.status === 404 && isErrorBody(r, "not_found")
+    })
   }
   for (const id of created) {
-    const gone = send("setup", "DELETE /v1/webhooks/endpoints/{endpointId}", "DELETE", `/webhooks/endpoints/${id}`, null, key, 204);
-    if (!check(gone, { "bound: each deleted, 204": (r) => r.status === 204 })) endpointsLeft.add(1);
+    const gone = send(
+      "setup",
+      "DELETE /v1/webhooks/endpoints/{endpointId}",
+      "DELETE",
+      `/webhooks/endpoints/${id}`,
+      null,
+      key,
+      204
+    )
+    if (!check(gone, { "bound: each deleted, 204": (r) => r.status === 204 })) endpointsLeft.add(1)
   }
 }
 
@@ -604,41 +735,60 @@ function endpointBound() {
  * @returns {Response}
  */
 function endpointStep(op, method, route, id, body, key, keyIndex, expect) {
-  return send(op, `${method} /v1/webhooks/endpoints/{endpointId}${route}`, method, `/webhooks/endpoints/${id}${route}`, body, key, expect, keyIndex);
+  return send(
+    op,
+    `${method} /v1/webhooks/endpoints/{endpointId}${route}`,
+    method,
+    `/webhooks/endpoints/${id}${route}`,
+    body,
+    key,
+    expect,
+    keyIndex
+  )
 }
 
 /**
  * The webhooks scenario: one endpoint's life, from its creation to its deletion.
  */
 export function webhooks() {
-  const keyIndex = pickKey(KEYS);
+  const keyIndex = pickKey(KEYS)
   if (keyIndex === undefined) {
-    throttledByClient.add(1, { op: "endpoint" });
-    rateLimited.add(true, { op: "endpoint" });
-    return;
+    throttledByClient.add(1, { op: "endpoint" })
+    rateLimited.add(true, { op: "endpoint" })
+    return
   }
-  const key = KEYS[keyIndex] || "";
-  const description = `k6 events.js ${exec.vu.idInTest}-${exec.scenario.iterationInTest}`;
-  const res = send("endpoint", "POST /v1/webhooks/endpoints", "POST", "/webhooks/endpoints",
-    { url: WEBHOOK_URL, eventTypes: NEW_ENDPOINT_TYPES, description }, key, 201, keyIndex);
-  const created = bodyJson(res);
+  const key = KEYS[keyIndex] || ""
+  const description = `k6 events.js ${exec.vu.idInTest}-${exec.scenario.iterationInTest}`
+  const res = send(
+    "endpoint",
+    "POST /v1/webhooks/endpoints",
+    "POST",
+    "/webhooks/endpoints",
+    { url: WEBHOOK_URL, eventTypes: NEW_ENDPOINT_TYPES, description },
+    key,
+    201,
+    keyIndex
+  )
+  const created = bodyJson(res)
   const ok = check(res, {
-    "create: 201 with the endpoint and its secret whsec_…, shown once": (r) => r.status === 201 && isWebhookEndpoint(created, true) &&
-      isRecord(created) && created.url === WEBHOOK_URL && created.description === description && created.enabled === true &&
+    "create: 201 with the endpoint and its secret whsec_…, shown once": (r) =>
+      r.status === 201 && isWebhookEndpoint(created, true) &&
+      isRecord(created) && created.url === WEBHOOK_URL && created.description === description &&
+      created.enabled === true &&
       created.disabledReason === null && JSON.stringify(created.eventTypes) === JSON.stringify(NEW_ENDPOINT_TYPES),
     "create: Stability: beta": beta
-  });
-  if (!ok || !isRecord(created) || typeof created.id !== "string") return;
-  const id = created.id;
-  const lived = live(id, String(created.secret), description, key, keyIndex);
-  const gone = endpointStep("endpoint", "DELETE", "", id, null, key, keyIndex, 204);
+  })
+  if (!ok || !isRecord(created) || typeof created.id !== "string") return
+  const id = created.id
+  const lived = live(id, String(created.secret), description, key, keyIndex)
+  const gone = endpointStep("endpoint", "DELETE", "", id, null, key, keyIndex, 204)
   if (!check(gone, { "delete: 204, no body": (r) => r.status === 204 && (r.body === null || r.body === "") })) {
-    endpointsLeft.add(1);
-    return;
+    endpointsLeft.add(1)
+    return
   }
-  const after = endpointStep("endpoint", "GET", "", id, null, key, keyIndex, 404);
-  check(after, { "get after delete: 404 not_found": (r) => r.status === 404 && isErrorBody(r, "not_found") });
-  if (lived) webhookLives.add(1);
+  const after = endpointStep("endpoint", "GET", "", id, null, key, keyIndex, 404)
+  check(after, { "get after delete: 404 not_found": (r) => r.status === 404 && isErrorBody(r, "not_found") })
+  if (lived) webhookLives.add(1)
 }
 
 /**
@@ -651,52 +801,83 @@ export function webhooks() {
  * @returns {boolean} whether every step passed
  */
 function live(id, secret, description, key, keyIndex) {
-  const listed = send("endpoint", "GET /v1/webhooks/endpoints", "GET", "/webhooks/endpoints", null, key, 200, keyIndex);
-  const list = bodyJson(listed);
-  if (!check(listed, {
-    "list: 200 with the key's endpoints, oldest first, at most 10, no secrets, this one among them": (r) => r.status === 200 &&
-      isEndpointList(list) && Array.isArray(list) && list.some((endpoint) => endpoint.id === id)
-  })) return false;
+  const listed = send("endpoint", "GET /v1/webhooks/endpoints", "GET", "/webhooks/endpoints", null, key, 200, keyIndex)
+  const list = bodyJson(listed)
+  if (
+    !check(listed, {
+      "list: 200 with the key's endpoints, oldest first, at most 10, no secrets, this one among them": (r) =>
+        r.status === 200 &&
+        isEndpointList(list) && Array.isArray(list) && list.some((endpoint) => endpoint.id === id)
+    })
+  ) return false
 
-  const got = endpointStep("endpoint", "GET", "", id, null, key, keyIndex, 200);
-  const endpoint = endpointOf(got);
-  if (!check(got, {
-    "get: 200 with the endpoint, no secret": () => endpoint !== undefined && endpoint.id === id && endpoint.description === description
-  })) return false;
+  const got = endpointStep("endpoint", "GET", "", id, null, key, keyIndex, 200)
+  const endpoint = endpointOf(got)
+  if (
+    !check(got, {
+      "get: 200 with the endpoint, no secret": () =>
+        endpoint !== undefined && endpoint.id === id && endpoint.description === description
+    })
+  ) return false
 
-  const changed = endpointStep("endpoint", "PATCH", "", id, { description: `${description} changed`, eventTypes: CHANGED_ENDPOINT_TYPES }, key, keyIndex, 200);
-  const after = endpointOf(changed);
-  if (!check(changed, {
-    "change: 200 with the new description and event types, the rest kept": () => after !== undefined && after.id === id &&
-      after.description === `${description} changed` && JSON.stringify(after.eventTypes) === JSON.stringify(CHANGED_ENDPOINT_TYPES) &&
-      after.url === WEBHOOK_URL && after.enabled === true
-  })) return false;
+  const changed = endpointStep(
+    "endpoint",
+    "PATCH",
+    "",
+    id,
+    { description: `${description} changed`, eventTypes: CHANGED_ENDPOINT_TYPES },
+    key,
+    keyIndex,
+    200
+  )
+  const after = endpointOf(changed)
+  if (
+    !check(changed, {
+      "change: 200 with the new description and event types, the rest kept": () =>
+        after !== undefined && after.id === id &&
+        after.description === `${description} changed` &&
+        JSON.stringify(after.eventTypes) === JSON.stringify(CHANGED_ENDPOINT_TYPES) &&
+        after.url === WEBHOOK_URL && after.enabled === true
+    })
+  ) return false
 
   for (const enabled of [false, true]) {
-    const toggled = endpointStep("endpoint", "PATCH", "", id, { enabled }, key, keyIndex, 200);
-    const body = endpointOf(toggled);
-    if (!check(toggled, {
-      [`${enabled ? "enable" : "disable"}: 200 with enabled ${String(enabled)}`]: () => body !== undefined && body.enabled === enabled &&
-        body.disabledReason === null && body.description === `${description} changed`
-    })) return false;
+    const toggled = endpointStep("endpoint", "PATCH", "", id, { enabled }, key, keyIndex, 200)
+    const body = endpointOf(toggled)
+    if (
+      !check(toggled, {
+        [`${enabled ? "enable" : "disable"}: 200 with enabled ${String(enabled)}`]: () =>
+          body !== undefined && body.enabled === enabled &&
+          body.disabledReason === null && body.description === `${description} changed`
+      })
+    ) return false
   }
 
-  const rotated = endpointStep("endpoint", "POST", "/rotate-secret", id, null, key, keyIndex, 200);
-  const rotation = bodyJson(rotated);
-  if (!check(rotated, {
-    "rotate: 200 with a new secret; the old one signs for 24 hours more": (r) => r.status === 200 && isRecord(rotation) &&
-      Object.keys(rotation).length === 2 && isWebhookSecret(rotation.secret) && rotation.secret !== secret &&
-      isTimestamp(rotation.previousSecretExpiresAt) &&
-      Math.abs(Date.parse(String(rotation.previousSecretExpiresAt)) - Date.parse(header(r, "Date") || "") - 24 * 3600 * 1000) < 120 * 1000
-  })) return false;
+  const rotated = endpointStep("endpoint", "POST", "/rotate-secret", id, null, key, keyIndex, 200)
+  const rotation = bodyJson(rotated)
+  if (
+    !check(rotated, {
+      "rotate: 200 with a new secret; the old one signs for 24 hours more": (r) =>
+        r.status === 200 && isRecord(rotation) &&
+        Object.keys(rotation).length === 2 && isWebhookSecret(rotation.secret) && rotation.secret !== secret &&
+        isTimestamp(rotation.previousSecretExpiresAt) &&
+        Math.abs(
+            Date.parse(String(rotation.previousSecretExpiresAt)) - Date.parse(header(r, "Date") || "") -
+              24 * 3600 * 1000
+          ) < 120 * 1000
+    })
+  ) return false
 
-  const tested = endpointStep("endpoint", "POST", "/test", id, null, key, keyIndex, 202);
-  const queued = bodyJson(tested);
-  if (!check(tested, {
-    "test: 202 with the queued event's id": (r) => r.status === 202 && isRecord(queued) && Object.keys(queued).length === 1 &&
-      typeof queued.eventId === "string" && /^evt_[0-9a-f]{32}$/.test(queued.eventId)
-  }) || !isRecord(queued)) return false;
-  return attempted(id, String(queued.eventId), key, keyIndex);
+  const tested = endpointStep("endpoint", "POST", "/test", id, null, key, keyIndex, 202)
+  const queued = bodyJson(tested)
+  if (
+    !check(tested, {
+      "test: 202 with the queued event's id": (r) =>
+        r.status === 202 && isRecord(queued) && Object.keys(queued).length === 1 &&
+        typeof queued.eventId === "string" && /^evt_[0-9a-f]{32}$/.test(queued.eventId)
+    }) || !isRecord(queued)
+  ) return false
+  return attempted(id, String(queued.eventId), key, keyIndex)
 }
 
 /**
@@ -709,29 +890,37 @@ function live(id, secret, description, key, keyIndex) {
  * @returns {boolean}
  */
 function attempted(id, eventId, key, keyIndex) {
-  const since = Date.now();
+  const since = Date.now()
   for (;;) {
-    const res = endpointStep("attempts", "GET", "/attempts", id, null, key, keyIndex, 200);
-    const attempts = bodyJson(res);
-    if (!check(res, {
-      // Newest recorded first: an attempt is recorded when it ends, so attemptedAt (its start) need not descend.
-      "attempts: 200 with the latest attempts": (r) => r.status === 200 && Array.isArray(attempts) &&
-        attempts.length <= 100 && attempts.every(isWebhookAttempt)
-    }) || !Array.isArray(attempts)) return false;
-    const first = attempts.filter((attempt) => attempt.eventId === eventId && attempt.attempt === 1)[0];
+    const res = endpointStep("attempts", "GET", "/attempts", id, null, key, keyIndex, 200)
+    const attempts = bodyJson(res)
+    if (
+      !check(res, {
+        // Newest recorded first: an attempt is recorded when it ends, so attemptedAt (its start) need not descend.
+        "attempts: 200 with the latest attempts": (r) =>
+          r.status === 200 && Array.isArray(attempts) &&
+          attempts.length <= 100 && attempts.every(isWebhookAttempt)
+      }) || !Array.isArray(attempts)
+    ) return false
+    const first = attempts.filter((attempt) => attempt.eventId === eventId && attempt.attempt === 1)[0]
     if (first !== undefined) {
-      testAttemptLag.add(Date.now() - since);
+      testAttemptLag.add(Date.now() - since)
       return check(first, {
-        [RECEIVER ? "attempts: the test event reached WEBHOOK_URL, 2xx" : "attempts: the test event failed, as no receiver exists"]: (attempt) =>
+        [
           RECEIVER
-            ? attempt.outcome === "succeeded" && attempt.statusCode >= 200 && attempt.statusCode < 300 && attempt.error === null
+            ? "attempts: the test event reached WEBHOOK_URL, 2xx"
+            : "attempts: the test event failed, as no receiver exists"
+        ]: (attempt) =>
+          RECEIVER
+            ? attempt.outcome === "succeeded" && attempt.statusCode >= 200 && attempt.statusCode < 300 &&
+              attempt.error === null
             : attempt.outcome === "failed" && attempt.statusCode === null && typeof attempt.error === "string"
-      });
+      })
     }
     if (Date.now() - since >= ATTEMPT_TIMEOUT * 1000) {
-      testsUnattempted.add(1);
-      return false;
+      testsUnattempted.add(1)
+      return false
     }
-    sleep(0.5);
+    sleep(0.5)
   }
 }

@@ -20,18 +20,18 @@
  *   MAX_ERROR_RATE   share of failed requests allowed, 429s excluded (default 0.01)
  *   MAX_429_RATE     share of iterations refused for quota allowed (default 0.02)
  */
-import http from "k6/http";
-import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, trafficMix } from "./lib/config.js";
-import { mixedIteration, seedPets, verifyKeys, warnOnCapacity } from "./lib/traffic.js";
+import http from "k6/http"
+import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, trafficMix } from "./lib/config.js"
+import { mixedIteration, seedPets, verifyKeys, warnOnCapacity } from "./lib/traffic.js"
 
-const BASE_URL = baseUrl();
-const KEYS = apiKeys();
-const RATE = envPositiveInt("RATE", 20);
-const DURATION = envDuration("DURATION", "60s");
-const MIX = trafficMix();
+const BASE_URL = baseUrl()
+const KEYS = apiKeys()
+const RATE = envPositiveInt("RATE", 20)
+const DURATION = envDuration("DURATION", "60s")
+const MIX = trafficMix()
 
 // 2xx and the expected 429s are successes: http_req_failed counts only real errors.
-http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429));
+http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429))
 
 /** @type {import("k6/options").Options} */
 export const options = {
@@ -59,15 +59,15 @@ export const options = {
     checks: ["rate>0.99"]
   },
   summaryTrendStats: ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"]
-};
+}
 
 export function setup() {
-  const capacity = verifyKeys(BASE_URL, KEYS);
-  warnOnCapacity(capacity, RATE, DURATION.seconds);
-  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) };
+  const capacity = verifyKeys(BASE_URL, KEYS)
+  warnOnCapacity(capacity, RATE, DURATION.seconds)
+  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) }
 }
 
 /** @param {{ seedIds: number[] }} data */
-export default function (data) {
-  mixedIteration({ baseUrl: BASE_URL, keys: KEYS, mix: MIX, seedIds: data.seedIds });
+export default function(data) {
+  mixedIteration({ baseUrl: BASE_URL, keys: KEYS, mix: MIX, seedIds: data.seedIds })
 }

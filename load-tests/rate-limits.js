@@ -49,11 +49,11 @@
  *   HONOUR_RPS                                the honouring client's rate (default 10)
  *   HONOUR                                    false to leave out the honouring client
  */
-import http from "k6/http";
-import exec from "k6/execution";
-import { check, sleep } from "k6";
-import { Counter } from "k6/metrics";
-import { PLANS, baseUrl, envDuration, envNumber, envString, requireEnv } from "./lib/config.js";
+import http from "k6/http"
+import exec from "k6/execution"
+import { check, sleep } from "k6"
+import { Counter } from "k6/metrics"
+import { PLANS, baseUrl, envDuration, envNumber, envString, requireEnv } from "./lib/config.js"
 import {
   authHeaders,
   bodyJson,
@@ -63,103 +63,105 @@ import {
   rateLimitHeadersConsistent,
   rateLimitInfo,
   retryAfterSeconds
-} from "./lib/api.js";
+} from "./lib/api.js"
 /** @import { PlanName } from "./lib/config.js" */
 /** @import { Response } from "k6/http" */
 
-const BASE_URL = baseUrl();
-const DURATION = envDuration("DURATION", "100s");
-const RATE_FACTOR = envNumber("RATE_FACTOR", 1.5);
-const WINDOW_SLACK = envNumber("WINDOW_SLACK", 5);
-const HONOUR_RPS = envNumber("HONOUR_RPS", 10);
-const HONOUR = envString("HONOUR") !== "false";
+const BASE_URL = baseUrl()
+const DURATION = envDuration("DURATION", "100s")
+const RATE_FACTOR = envNumber("RATE_FACTOR", 1.5)
+const WINDOW_SLACK = envNumber("WINDOW_SLACK", 5)
+const HONOUR_RPS = envNumber("HONOUR_RPS", 10)
+const HONOUR = envString("HONOUR") !== "false"
 
 /** @type {Record<PlanName, string>} */
-const KEY_VARIABLES = { free: "API_KEY_FREE", pro: "API_KEY_PRO", business: "API_KEY_BUSINESS" };
+const KEY_VARIABLES = { free: "API_KEY_FREE", pro: "API_KEY_PRO", business: "API_KEY_BUSINESS" }
 
 /** @type {PlanName[]} */
-const PLAN_NAMES = [];
+const PLAN_NAMES = []
 for (const name of (envString("PLANS") || "free,pro,business").split(",")) {
-  const plan = name.trim();
-  if (plan === "free" || plan === "pro" || plan === "business") PLAN_NAMES.push(plan);
-  else if (plan !== "") throw new Error(`PLANS: unknown plan ${JSON.stringify(plan)} (free, pro, business)`);
+  const plan = name.trim()
+  if (plan === "free" || plan === "pro" || plan === "business") PLAN_NAMES.push(plan)
+  else if (plan !== "") throw new Error(`PLANS: unknown plan ${JSON.stringify(plan)} (free, pro, business)`)
 }
 
 /** @type {Partial<Record<PlanName, string>>} */
-const KEYS = {};
-for (const plan of PLAN_NAMES) KEYS[plan] = requireEnv(KEY_VARIABLES[plan]);
+const KEYS = {}
+for (const plan of PLAN_NAMES) KEYS[plan] = requireEnv(KEY_VARIABLES[plan])
 
 /** @returns {string | undefined} the honouring client's key: API_KEY_RETRY, else the first of API_KEYS */
 function honourKey() {
-  const own = envString("API_KEY_RETRY");
-  if (own !== undefined) return own;
-  const first = (envString("API_KEYS") || "").split(",")[0];
-  return first === undefined ? undefined : first.trim();
+  const own = envString("API_KEY_RETRY")
+  if (own !== undefined) return own
+  const first = (envString("API_KEYS") || "").split(",")[0]
+  return first === undefined ? undefined : first.trim()
 }
 
-const HONOUR_KEY = HONOUR ? honourKey() : undefined;
+const HONOUR_KEY = HONOUR ? honourKey() : undefined
 if (HONOUR && (HONOUR_KEY === undefined || HONOUR_KEY === "")) {
-  throw new Error("API_KEY_RETRY (or API_KEYS) is required for the honour_retry_after scenario, or set HONOUR=false");
+  throw new Error("API_KEY_RETRY (or API_KEYS) is required for the honour_retry_after scenario, or set HONOUR=false")
 }
 if (HONOUR_KEY !== undefined && PLAN_NAMES.some((plan) => KEYS[plan] === HONOUR_KEY)) {
-  throw new Error("API_KEY_RETRY must be a key of its own: the quota scenarios count every request of theirs");
+  throw new Error("API_KEY_RETRY must be a key of its own: the quota scenarios count every request of theirs")
 }
 
 // The best-covered window gets at least min(60, DURATION/2) s of traffic; it runs out of quota after
 // 60/RATE_FACTOR s, plus slack for clock skew and latency.
-const NEEDED_COVERAGE = 60 / RATE_FACTOR + WINDOW_SLACK;
-if (!(RATE_FACTOR > 1 && RATE_FACTOR < 2)) throw new Error(`RATE_FACTOR must lie between 1 and 2, got ${RATE_FACTOR}`);
+const NEEDED_COVERAGE = 60 / RATE_FACTOR + WINDOW_SLACK
+if (!(RATE_FACTOR > 1 && RATE_FACTOR < 2)) throw new Error(`RATE_FACTOR must lie between 1 and 2, got ${RATE_FACTOR}`)
 if (Math.min(60, DURATION.seconds / 2) < NEEDED_COVERAGE) {
-  throw new Error(`DURATION must be at least ${Math.ceil(2 * NEEDED_COVERAGE)}s for RATE_FACTOR ${RATE_FACTOR}`);
+  throw new Error(`DURATION must be at least ${Math.ceil(2 * NEEDED_COVERAGE)}s for RATE_FACTOR ${RATE_FACTOR}`)
 }
 
 /** Windows labelled w-1 … wLAST can hold responses of the run (the last one includes the graceful stop). */
-const LAST_WINDOW = Math.ceil((DURATION.seconds + 10 + WINDOW_SLACK) / 60) + 1;
+const LAST_WINDOW = Math.ceil((DURATION.seconds + 10 + WINDOW_SLACK) / 60) + 1
 
 /**
  * @param {number} index a window's offset in minutes from the minute the scenario started in
  * @returns {string}
  */
 function windowLabel(index) {
-  return `w${index}`;
+  return `w${index}`
 }
 
 /** @param {PlanName} plan */
 function ratePerMinute(plan) {
-  return Math.round(PLANS[plan].perMinute * RATE_FACTOR);
+  return Math.round(PLANS[plan].perMinute * RATE_FACTOR)
 }
 
 for (const plan of PLAN_NAMES) {
-  const perMinute = PLANS[plan].perMinute;
-  const banThreshold = envNumber("BAN_THRESHOLD", perMinute);
+  const perMinute = PLANS[plan].perMinute
+  const banThreshold = envNumber("BAN_THRESHOLD", perMinute)
   // The server bans a key refused more than BAN_THRESHOLD times in one minute.
   if (ratePerMinute(plan) - perMinute + 1 > banThreshold) {
-    throw new Error(`${plan}: ${ratePerMinute(plan) - perMinute} refusals a minute would get the key banned ` +
-      `(BAN_THRESHOLD ${banThreshold}); lower RATE_FACTOR`);
+    throw new Error(
+      `${plan}: ${ratePerMinute(plan) - perMinute} refusals a minute would get the key banned ` +
+        `(BAN_THRESHOLD ${banThreshold}); lower RATE_FACTOR`
+    )
   }
 }
 
-const admitted = new Counter("rl_admitted");
-const refused = new Counter("rl_refused");
-const measuredAdmitted = new Counter("rl_measured_admitted");
-const measuredRefused = new Counter("rl_measured_refused");
-const banned = new Counter("rl_banned");
-const honourRefused = new Counter("rl_honour_refused");
-const honourBanned = new Counter("rl_honour_banned");
+const admitted = new Counter("rl_admitted")
+const refused = new Counter("rl_refused")
+const measuredAdmitted = new Counter("rl_measured_admitted")
+const measuredRefused = new Counter("rl_measured_refused")
+const banned = new Counter("rl_banned")
+const honourRefused = new Counter("rl_honour_refused")
+const honourBanned = new Counter("rl_honour_banned")
 
 // The 429s are expected: only other statuses and transport errors count as failed requests.
-http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429));
+http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429))
 
 /** @type {Record<string, import("k6/options").Scenario>} */
-const scenarios = {};
+const scenarios = {}
 /** @type {Record<string, import("k6/options").Threshold[]>} */
 const thresholds = {
   http_req_failed: ["rate==0"],
   checks: ["rate==1"]
-};
+}
 
 for (const plan of PLAN_NAMES) {
-  const perSecond = ratePerMinute(plan) / 60;
+  const perSecond = ratePerMinute(plan) / 60
   scenarios[`quota_${plan}`] = {
     executor: "constant-arrival-rate",
     rate: ratePerMinute(plan),
@@ -171,14 +173,14 @@ for (const plan of PLAN_NAMES) {
     exec: "quota",
     env: { PLAN: plan },
     tags: { plan }
-  };
-  const perMinute = PLANS[plan].perMinute;
-  for (let index = -1; index <= LAST_WINDOW; index++) {
-    thresholds[`rl_admitted{plan:${plan},window:${windowLabel(index)}}`] = [`count<=${perMinute}`];
   }
-  thresholds[`rl_measured_admitted{plan:${plan}}`] = [`count==${perMinute}`];
-  thresholds[`rl_measured_refused{plan:${plan}}`] = ["count>0"];
-  thresholds[`rl_banned{plan:${plan}}`] = ["count==0"];
+  const perMinute = PLANS[plan].perMinute
+  for (let index = -1; index <= LAST_WINDOW; index++) {
+    thresholds[`rl_admitted{plan:${plan},window:${windowLabel(index)}}`] = [`count<=${perMinute}`]
+  }
+  thresholds[`rl_measured_admitted{plan:${plan}}`] = [`count==${perMinute}`]
+  thresholds[`rl_measured_refused{plan:${plan}}`] = ["count>0"]
+  thresholds[`rl_banned{plan:${plan}}`] = ["count==0"]
 }
 
 if (HONOUR) {
@@ -188,12 +190,12 @@ if (HONOUR) {
     duration: DURATION.text,
     gracefulStop: "5s",
     exec: "honour"
-  };
-  thresholds.rl_honour_refused = ["count>0"];
-  for (let index = -1; index <= LAST_WINDOW; index++) {
-    thresholds[`rl_honour_refused{window:${windowLabel(index)}}`] = ["count<=1"];
   }
-  thresholds.rl_honour_banned = ["count==0"];
+  thresholds.rl_honour_refused = ["count>0"]
+  for (let index = -1; index <= LAST_WINDOW; index++) {
+    thresholds[`rl_honour_refused{window:${windowLabel(index)}}`] = ["count<=1"]
+  }
+  thresholds.rl_honour_banned = ["count==0"]
 }
 
 /** @type {import("k6/options").Options} */
@@ -202,7 +204,7 @@ export const options = {
   thresholds,
   // setup may wait for the next minute.
   setupTimeout: "3m"
-};
+}
 
 /**
  * Where the windows of the running scenario lie, on this machine's clock.
@@ -210,20 +212,20 @@ export const options = {
  *   (label w0), and the index of the best-covered window (on a tie, the later one: fresher)
  */
 function windowLayout() {
-  const start = exec.scenario.startTime / 1000;
-  const end = start + DURATION.seconds;
-  const firstReset = Math.floor(start / 60) * 60 + 60;
-  let measured = 0;
-  let best = -1;
+  const start = exec.scenario.startTime / 1000
+  const end = start + DURATION.seconds
+  const firstReset = Math.floor(start / 60) * 60 + 60
+  let measured = 0
+  let best = -1
   for (let index = 0; firstReset - 60 + 60 * index < end; index++) {
-    const windowStart = firstReset - 60 + 60 * index;
-    const coverage = Math.min(windowStart + 60, end) - Math.max(windowStart, start);
+    const windowStart = firstReset - 60 + 60 * index
+    const coverage = Math.min(windowStart + 60, end) - Math.max(windowStart, start)
     if (coverage >= best) {
-      best = coverage;
-      measured = index;
+      best = coverage
+      measured = index
     }
   }
-  return { firstReset, measured };
+  return { firstReset, measured }
 }
 
 /**
@@ -232,10 +234,10 @@ function windowLayout() {
  * @returns {number | undefined} the window of the response, by its X-RateLimit-Reset, when it is one of the run's
  */
 function windowIndex(res, firstReset) {
-  const reset = rateLimitInfo(res).reset;
-  if (reset === undefined || (reset - firstReset) % 60 !== 0) return undefined;
-  const index = (reset - firstReset) / 60;
-  return index >= -1 && index <= LAST_WINDOW ? index : undefined;
+  const reset = rateLimitInfo(res).reset
+  if (reset === undefined || (reset - firstReset) % 60 !== 0) return undefined
+  const index = (reset - firstReset) / 60
+  return index >= -1 && index <= LAST_WINDOW ? index : undefined
 }
 
 /**
@@ -243,8 +245,8 @@ function windowIndex(res, firstReset) {
  * @returns {string | undefined} the Error body's code
  */
 function errorCode(res) {
-  const body = bodyJson(res);
-  return isRecord(body) && typeof body.code === "string" ? body.code : undefined;
+  const body = bodyJson(res)
+  return isRecord(body) && typeof body.code === "string" ? body.code : undefined
 }
 
 /**
@@ -254,75 +256,81 @@ function errorCode(res) {
  */
 export function setup() {
   /** @type {Array<{ variable: string, key: string, plan: PlanName | undefined }>} */
-  const keys = PLAN_NAMES.map((plan) => ({ variable: KEY_VARIABLES[plan], key: KEYS[plan] || "", plan }));
-  if (HONOUR_KEY !== undefined) keys.push({ variable: "API_KEY_RETRY", key: HONOUR_KEY, plan: undefined });
-  let waitSeconds = 0;
+  const keys = PLAN_NAMES.map((plan) => ({ variable: KEY_VARIABLES[plan], key: KEYS[plan] || "", plan }))
+  if (HONOUR_KEY !== undefined) keys.push({ variable: "API_KEY_RETRY", key: HONOUR_KEY, plan: undefined })
+  let waitSeconds = 0
   for (const { variable, key, plan } of keys) {
-    const res = http.get(`${BASE_URL}/rate_limit`, { headers: authHeaders(key), tags: { name: "GET /v1/rate_limit" } });
-    const body = bodyJson(res);
+    const res = http.get(`${BASE_URL}/rate_limit`, { headers: authHeaders(key), tags: { name: "GET /v1/rate_limit" } })
+    const body = bodyJson(res)
     if (res.status !== 200 || !isRecord(body) || !isRecord(body.minute) || !isRecord(body.day)) {
-      exec.test.abort(`${variable}: GET /v1/rate_limit answered ${res.status} ${String(res.body)} ` +
-        "(unknown, revoked or banned key? a ban ends after BAN_SECONDS, or at POST /admin/keys/{id}/unban)");
-      return;
+      exec.test.abort(
+        `${variable}: GET /v1/rate_limit answered ${res.status} ${String(res.body)} ` +
+          "(unknown, revoked or banned key? a ban ends after BAN_SECONDS, or at POST /admin/keys/{id}/unban)"
+      )
+      return
     }
     if (plan !== undefined && body.plan !== plan) {
-      exec.test.abort(`${variable} is a ${String(body.plan)} key, not a ${plan} one`);
-      return;
+      exec.test.abort(`${variable} is a ${String(body.plan)} key, not a ${plan} one`)
+      return
     }
-    const limit = typeof body.minute.limit === "number" ? body.minute.limit : 0;
-    const needed = limit * (LAST_WINDOW + 2);
+    const limit = typeof body.minute.limit === "number" ? body.minute.limit : 0
+    const needed = limit * (LAST_WINDOW + 2)
     if (typeof body.day.remaining !== "number" || body.day.remaining < needed) {
-      exec.test.abort(`${variable} has ${String(body.day.remaining)} requests left today, the run needs ${needed}: ` +
-        "create a fresh key (pnpm -s keys create --plan …)");
-      return;
+      exec.test.abort(
+        `${variable} has ${String(body.day.remaining)} requests left today, the run needs ${needed}: ` +
+          "create a fresh key (pnpm -s keys create --plan …)"
+      )
+      return
     }
     if (plan === undefined && limit / HONOUR_RPS > DURATION.seconds / 2) {
-      exec.test.abort(`${variable} allows ${limit} requests a minute: at HONOUR_RPS ${HONOUR_RPS} it would not ` +
-        "reach its limit in time; use a free key or raise HONOUR_RPS");
-      return;
+      exec.test.abort(
+        `${variable} allows ${limit} requests a minute: at HONOUR_RPS ${HONOUR_RPS} it would not ` +
+          "reach its limit in time; use a free key or raise HONOUR_RPS"
+      )
+      return
     }
     if (body.minute.remaining !== limit) {
       // Wait for the server's next minute, by the server's own clock.
-      const date = Date.parse(header(res, "Date") || "");
-      const reset = typeof body.minute.reset === "number" ? body.minute.reset : 0;
-      const now = isFinite(date) ? date / 1000 : Date.now() / 1000;
-      waitSeconds = Math.max(waitSeconds, Math.min(61, reset - now + 1));
+      const date = Date.parse(header(res, "Date") || "")
+      const reset = typeof body.minute.reset === "number" ? body.minute.reset : 0
+      const now = isFinite(date) ? date / 1000 : Date.now() / 1000
+      waitSeconds = Math.max(waitSeconds, Math.min(61, reset - now + 1))
     }
   }
   if (waitSeconds > 0) {
-    console.log(`a key was used this minute: waiting ${Math.ceil(waitSeconds)} s for the next one`);
-    sleep(waitSeconds);
+    console.log(`a key was used this minute: waiting ${Math.ceil(waitSeconds)} s for the next one`)
+    sleep(waitSeconds)
   }
 }
 
 /** A quota scenario's iteration: one request, counted in the window the server says it belongs to. */
 export function quota() {
-  const plan = /** @type {PlanName} */ (__ENV.PLAN);
-  const limits = PLANS[plan];
-  const layout = windowLayout();
+  const plan = /** @type {PlanName} */ (__ENV.PLAN)
+  const limits = PLANS[plan]
+  const layout = windowLayout()
   const res = http.get(`${BASE_URL}/pets?limit=1`, {
     headers: authHeaders(KEYS[plan] || ""),
     tags: { name: "GET /v1/pets?limit=1" }
-  });
-  const index = windowIndex(res, layout.firstReset);
-  const window = index === undefined ? "outside" : windowLabel(index);
-  const code = res.status === 429 ? errorCode(res) : undefined;
+  })
+  const index = windowIndex(res, layout.firstReset)
+  const window = index === undefined ? "outside" : windowLabel(index)
+  const code = res.status === 429 ? errorCode(res) : undefined
   check(res, {
     "quota: 200 or 429": (r) => r.status === 200 || r.status === 429,
     "quota: rate-limit headers agree with each other and the plan": (r) => rateLimitHeadersConsistent(r, limits),
     "quota: X-RateLimit-Reset is the end of a minute of the run": () => index !== undefined
-  }, { plan });
+  }, { plan })
   if (res.status === 200) {
-    admitted.add(1, { plan, window });
-    if (index === layout.measured) measuredAdmitted.add(1, { plan });
+    admitted.add(1, { plan, window })
+    if (index === layout.measured) measuredAdmitted.add(1, { plan })
   } else if (res.status === 429) {
-    refused.add(1, { plan, window });
-    if (index === layout.measured) measuredRefused.add(1, { plan });
-    if (code === "api_key_banned") banned.add(1, { plan });
+    refused.add(1, { plan, window })
+    if (index === layout.measured) measuredRefused.add(1, { plan })
+    if (code === "api_key_banned") banned.add(1, { plan })
     check(res, {
       "quota 429: Retry-After (whole seconds) = seconds to the minute's reset, Error body rate_limited, nothing remaining":
         (r) => minuteLimitedConsistent(r)
-    }, { plan });
+    }, { plan })
   }
 }
 
@@ -331,28 +339,28 @@ export function quota() {
  * 1/HONOUR_RPS seconds.
  */
 export function honour() {
-  const layout = windowLayout();
+  const layout = windowLayout()
   const res = http.get(`${BASE_URL}/pets?limit=1`, {
     headers: authHeaders(HONOUR_KEY || ""),
     tags: { name: "GET /v1/pets?limit=1" }
-  });
-  const index = windowIndex(res, layout.firstReset);
+  })
+  const index = windowIndex(res, layout.firstReset)
   check(res, {
     "honour: 200 or 429": (r) => r.status === 200 || r.status === 429,
     "honour: X-RateLimit-Reset is the end of a minute of the run": () => index !== undefined
-  });
+  })
   if (res.status !== 429) {
-    sleep(1 / HONOUR_RPS);
-    return;
+    sleep(1 / HONOUR_RPS)
+    return
   }
-  honourRefused.add(1, { window: index === undefined ? "outside" : windowLabel(index) });
-  if (errorCode(res) === "api_key_banned") honourBanned.add(1);
+  honourRefused.add(1, { window: index === undefined ? "outside" : windowLabel(index) })
+  if (errorCode(res) === "api_key_banned") honourBanned.add(1)
   check(res, {
-    "honour 429: Retry-After (whole seconds) = seconds to the minute's reset, Error body rate_limited":
-      (r) => minuteLimitedConsistent(r)
-  });
+    "honour 429: Retry-After (whole seconds) = seconds to the minute's reset, Error body rate_limited": (r) =>
+      minuteLimitedConsistent(r)
+  })
   // The whole Retry-After, even past the scenario's end (its gracefulStop ends the sleep). A sleep cut at
   // the end races the executor: k6 may start one more iteration first, and its request, sent before
   // Retry-After elapsed, is refused again in the same window: the client's fault, not the server's.
-  sleep(retryAfterSeconds(res) || 1);
+  sleep(retryAfterSeconds(res) || 1)
 }

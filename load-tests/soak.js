@@ -31,35 +31,35 @@
  *   SAMPLE_INTERVAL      seconds between memory samples (default 5)
  *   MAX_RSS_GROWTH       the largest allowed ratio of the last sample to the warm-up one (default 1.5)
  */
-import http from "k6/http";
-import exec from "k6/execution";
-import { check, sleep } from "k6";
-import { Gauge, Rate, Trend } from "k6/metrics";
-import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, envString, trafficMix } from "./lib/config.js";
-import { mixedIteration, seedPets, verifyKeys, warnOnCapacity } from "./lib/traffic.js";
+import http from "k6/http"
+import exec from "k6/execution"
+import { check, sleep } from "k6"
+import { Gauge, Rate, Trend } from "k6/metrics"
+import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, envString, trafficMix } from "./lib/config.js"
+import { mixedIteration, seedPets, verifyKeys, warnOnCapacity } from "./lib/traffic.js"
 
-const BASE_URL = baseUrl();
-const KEYS = apiKeys();
-const RATE = envPositiveInt("RATE", 10);
-const DURATION = envDuration("DURATION", "90s");
-const MIX = trafficMix();
-const P95_MS = envNumber("P95_MS", 250);
-const P99_MS = envNumber("P99_MS", 500);
-const MAX_ERROR_RATE = envNumber("MAX_ERROR_RATE", 0.01);
-const DRIFT_FACTOR = envNumber("DRIFT_FACTOR", 2);
-const DRIFT_MIN_MS = envNumber("DRIFT_MIN_MS", 20);
-const METRICS_URL = envString("METRICS_URL");
-const METRICS_TOKEN = envString("METRICS_TOKEN");
-const RSS_METRIC = envString("RSS_METRIC") || "process_resident_memory_bytes";
-const SAMPLE_INTERVAL = envNumber("SAMPLE_INTERVAL", 5);
+const BASE_URL = baseUrl()
+const KEYS = apiKeys()
+const RATE = envPositiveInt("RATE", 10)
+const DURATION = envDuration("DURATION", "90s")
+const MIX = trafficMix()
+const P95_MS = envNumber("P95_MS", 250)
+const P99_MS = envNumber("P99_MS", 500)
+const MAX_ERROR_RATE = envNumber("MAX_ERROR_RATE", 0.01)
+const DRIFT_FACTOR = envNumber("DRIFT_FACTOR", 2)
+const DRIFT_MIN_MS = envNumber("DRIFT_MIN_MS", 20)
+const METRICS_URL = envString("METRICS_URL")
+const METRICS_TOKEN = envString("METRICS_TOKEN")
+const RSS_METRIC = envString("RSS_METRIC") || "process_resident_memory_bytes"
+const SAMPLE_INTERVAL = envNumber("SAMPLE_INTERVAL", 5)
 
 /** Share of late-phase requests slower than their VU's early p95 × DRIFT_FACTOR. */
-const latencyDrift = new Rate("latency_drift");
-const rssBytes = new Gauge("server_rss_bytes");
-const rssGrowth = new Gauge("server_rss_growth");
-const rssByPhase = new Trend("server_rss_mb");
+const latencyDrift = new Rate("latency_drift")
+const rssBytes = new Gauge("server_rss_bytes")
+const rssGrowth = new Gauge("server_rss_growth")
+const rssByPhase = new Trend("server_rss_mb")
 
-http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429));
+http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429))
 
 /** @type {Record<string, import("k6/options").Scenario>} */
 const scenarios = {
@@ -72,7 +72,7 @@ const scenarios = {
     preAllocatedVUs: envPositiveInt("VUS", 5),
     maxVUs: envPositiveInt("MAX_VUS", 100)
   }
-};
+}
 
 /** @type {Record<string, import("k6/options").Threshold[]>} */
 const thresholds = {
@@ -83,28 +83,28 @@ const thresholds = {
   latency_drift: [`rate<${envNumber("MAX_DRIFT_RATE", 0.05)}`],
   rate_limited: [`rate<${envNumber("MAX_429_RATE", 0.02)}`],
   checks: ["rate>0.99"]
-};
+}
 
 if (METRICS_URL !== undefined) {
-  scenarios.memory = { executor: "constant-vus", vus: 1, duration: DURATION.text, exec: "sampleMemory" };
-  thresholds.server_rss_growth = [`value<${envNumber("MAX_RSS_GROWTH", 1.5)}`];
+  scenarios.memory = { executor: "constant-vus", vus: 1, duration: DURATION.text, exec: "sampleMemory" }
+  thresholds.server_rss_growth = [`value<${envNumber("MAX_RSS_GROWTH", 1.5)}`]
   // Every sample must read: a growth threshold over no samples would pass vacuously.
-  thresholds["checks{scenario:memory}"] = ["rate==1"];
+  thresholds["checks{scenario:memory}"] = ["rate==1"]
 }
 
 /** @type {import("k6/options").Options} */
-export const options = { scenarios, thresholds, summaryTrendStats: ["avg", "med", "max", "p(90)", "p(95)", "p(99)"] };
+export const options = { scenarios, thresholds, summaryTrendStats: ["avg", "med", "max", "p(90)", "p(95)", "p(99)"] }
 
 /** @returns {string} the phase of the run at this moment */
 function phase() {
-  const elapsed = (Date.now() - exec.scenario.startTime) / 1000 / DURATION.seconds;
-  return elapsed < 0.1 ? "warmup" : elapsed < 0.3 ? "early" : elapsed < 0.8 ? "middle" : "late";
+  const elapsed = (Date.now() - exec.scenario.startTime) / 1000 / DURATION.seconds
+  return elapsed < 0.1 ? "warmup" : elapsed < 0.3 ? "early" : elapsed < 0.8 ? "middle" : "late"
 }
 
 export function setup() {
-  const capacity = verifyKeys(BASE_URL, KEYS);
-  warnOnCapacity(capacity, RATE, DURATION.seconds);
-  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) };
+  const capacity = verifyKeys(BASE_URL, KEYS)
+  warnOnCapacity(capacity, RATE, DURATION.seconds)
+  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) }
 }
 
 /** Per-VU: the early phase's latencies, then the p95 computed from them. */
@@ -113,24 +113,24 @@ const baseline = {
   early: [],
   /** @type {number | undefined} */
   p95: undefined
-};
+}
 
 /** @param {{ seedIds: number[] }} data */
-export default function (data) {
-  const now = phase();
-  const res = mixedIteration({ baseUrl: BASE_URL, keys: KEYS, mix: MIX, seedIds: data.seedIds, tags: { phase: now } });
-  if (res === undefined || res.status === 429 || res.status === 0) return;
-  const duration = res.timings.duration;
+export default function(data) {
+  const now = phase()
+  const res = mixedIteration({ baseUrl: BASE_URL, keys: KEYS, mix: MIX, seedIds: data.seedIds, tags: { phase: now } })
+  if (res === undefined || res.status === 429 || res.status === 0) return
+  const duration = res.timings.duration
   if (now === "early") {
-    if (baseline.early.length < 5000) baseline.early.push(duration);
+    if (baseline.early.length < 5000) baseline.early.push(duration)
   } else if (now === "late") {
     if (baseline.p95 === undefined && baseline.early.length >= 10) {
-      const sorted = baseline.early.slice().sort((a, b) => a - b);
-      baseline.p95 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))];
+      const sorted = baseline.early.slice().sort((a, b) => a - b)
+      baseline.p95 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))]
     }
     // A VU that saw too little of the early phase has no baseline and does not vote.
     if (baseline.p95 !== undefined) {
-      latencyDrift.add(duration > Math.max(baseline.p95 * DRIFT_FACTOR, baseline.p95 + DRIFT_MIN_MS));
+      latencyDrift.add(duration > Math.max(baseline.p95 * DRIFT_FACTOR, baseline.p95 + DRIFT_MIN_MS))
     }
   }
 }
@@ -139,7 +139,7 @@ export default function (data) {
 const memory = {
   /** @type {number | undefined} the sample at the end of the warm-up */
   baseline: undefined
-};
+}
 
 /**
  * The memory scenario: one sample of METRICS_URL, then a pause.
@@ -147,18 +147,18 @@ const memory = {
 export function sampleMemory() {
   const params = METRICS_TOKEN === undefined
     ? { tags: { name: "metrics" } }
-    : { tags: { name: "metrics" }, headers: { Authorization: `Bearer ${METRICS_TOKEN}` } };
-  const res = http.get(METRICS_URL || "", params);
-  const value = res.status === 200 && typeof res.body === "string" ? metricValue(res.body, RSS_METRIC) : undefined;
-  check(res, { [`metrics: ${RSS_METRIC} is exposed`]: () => value !== undefined });
+    : { tags: { name: "metrics" }, headers: { Authorization: `Bearer ${METRICS_TOKEN}` } }
+  const res = http.get(METRICS_URL || "", params)
+  const value = res.status === 200 && typeof res.body === "string" ? metricValue(res.body, RSS_METRIC) : undefined
+  check(res, { [`metrics: ${RSS_METRIC} is exposed`]: () => value !== undefined })
   if (value !== undefined) {
-    const now = phase();
-    rssBytes.add(value);
-    rssByPhase.add(value / 1048576, { phase: now });
-    if (memory.baseline === undefined && now !== "warmup") memory.baseline = value;
-    if (memory.baseline !== undefined) rssGrowth.add(value / memory.baseline);
+    const now = phase()
+    rssBytes.add(value)
+    rssByPhase.add(value / 1048576, { phase: now })
+    if (memory.baseline === undefined && now !== "warmup") memory.baseline = value
+    if (memory.baseline !== undefined) rssGrowth.add(value / memory.baseline)
   }
-  sleep(SAMPLE_INTERVAL);
+  sleep(SAMPLE_INTERVAL)
 }
 
 /**
@@ -169,13 +169,13 @@ export function sampleMemory() {
  */
 function metricValue(text, name) {
   for (const line of text.split("\n")) {
-    if (line.indexOf(name) !== 0) continue;
-    const rest = line.slice(name.length);
-    const match = /^(\{[^}]*\})?\s+([-+0-9.eE]+|NaN)(\s|$)/.exec(rest);
+    if (line.indexOf(name) !== 0) continue
+    const rest = line.slice(name.length)
+    const match = /^(\{[^}]*\})?\s+([-+0-9.eE]+|NaN)(\s|$)/.exec(rest)
     if (match !== null && match[2] !== undefined) {
-      const value = Number(match[2]);
-      if (isFinite(value)) return value;
+      const value = Number(match[2])
+      if (isFinite(value)) return value
     }
   }
-  return undefined;
+  return undefined
 }

@@ -10,7 +10,11 @@ export default defineConfig({
     // Suites share the machine's two cores with PostgreSQL; one file at a time keeps timings honest.
     fileParallelism: false,
     // Suites that need PostgreSQL are tagged so; without DATABASE_URL they are skipped, and the reporter names them once.
-    tags: [{ name: "postgres", description: "needs PostgreSQL: set DATABASE_URL", skip: process.env.DATABASE_URL === undefined }],
+    tags: [{
+      name: "postgres",
+      description: "needs PostgreSQL: set DATABASE_URL",
+      skip: process.env.DATABASE_URL === undefined
+    }],
     reporters: ["default", "./test/support/skippedPostgresReporter.ts"]
   }
 })

@@ -24,7 +24,10 @@ const START = "<!-- docs: written by pnpm bench --docs; rows of other commits ar
 const END = "<!-- /docs -->"
 
 const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim()
-const database = await createTestDatabase(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", "petstore_bench_docs")
+const database = await createTestDatabase(
+  process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+  "petstore_bench_docs"
+)
 const started: Array<ServerProcess> = []
 
 interface Row {
@@ -60,7 +63,10 @@ const statusesOf = (result: autocannon.Result) => {
 
 const measureScenario = async (label: string, env: Record<string, string>): Promise<ReadonlyArray<Row>> => {
   process.stdout.write(`starting the server (${label})… `)
-  const server = await startLogged(`docs-${label}`, builtServerEntry(import.meta.url), { DATABASE_URL: database.url, ...env })
+  const server = await startLogged(`docs-${label}`, builtServerEntry(import.meta.url), {
+    DATABASE_URL: database.url,
+    ...env
+  })
   started.push(server.server)
   console.log("ready")
   const { key } = await createKey(server.admin, "enterprise", { perMinute: 1_000_000_000, perDay: 2_000_000_000 })
@@ -72,8 +78,15 @@ const measureScenario = async (label: string, env: Record<string, string>): Prom
     })
   }
   // Warm-up: the list, and the docs page built (and compressed) once.
-  await autocannon({ url: `${server.origin}/v1/pets?limit=20`, connections: CONNECTIONS, duration: 3, headers: { authorization: `Bearer ${key}` } })
-  await fetch(`${server.origin}/docs`, { headers: { "accept-encoding": "gzip, deflate, br" } }).then((answer) => answer.arrayBuffer())
+  await autocannon({
+    url: `${server.origin}/v1/pets?limit=20`,
+    connections: CONNECTIONS,
+    duration: 3,
+    headers: { authorization: `Bearer ${key}` }
+  })
+  await fetch(`${server.origin}/docs`, { headers: { "accept-encoding": "gzip, deflate, br" } }).then((answer) =>
+    answer.arrayBuffer()
+  )
   const alone = await listLoad(server.origin, key)
   const [list, docs] = await Promise.all([listLoad(server.origin, key), docsLoad(server.origin)])
   await server.server.stop()
@@ -83,7 +96,9 @@ const measureScenario = async (label: string, env: Record<string, string>): Prom
     listP99: result.latency.p99,
     listRps: result.requests.average,
     docsRps: docsResult?.requests.average ?? 0,
-    docsBytes: docsResult === undefined || docsResult.requests.total === 0 ? 0 : docsResult.throughput.total / docsResult.requests.total,
+    docsBytes: docsResult === undefined || docsResult.requests.total === 0
+      ? 0
+      : docsResult.throughput.total / docsResult.requests.total,
     docsStatuses: docsResult === undefined ? "—" : statusesOf(docsResult)
   })
   return [row(`list alone (${label})`, alone), row(`list while /docs is read (${label})`, list, docs)]
@@ -95,11 +110,15 @@ try {
     ...(await measureScenario("default anonymous limit", {}))
   ]
   const format = (row: Row) =>
-    `| ${commit} | ${row.scenario} | ${row.listP50} | ${row.listP99} | ${row.listRps.toFixed(0)} | ${row.docsRps.toFixed(0)} | ` +
+    `| ${commit} | ${row.scenario} | ${row.listP50} | ${row.listP99} | ${row.listRps.toFixed(0)} | ${
+      row.docsRps.toFixed(0)
+    } | ` +
     `${row.docsBytes === 0 ? "—" : (row.docsBytes / 1024).toFixed(0)} | ${row.docsStatuses} |`
   const previous = readFileSync(resultsFile, "utf8")
   const kept = previous.includes(START)
-    ? previous.slice(previous.indexOf(START), previous.indexOf(END)).split("\n").filter((line) => /^\| [0-9a-f]{7,} \|/.test(line) && !line.startsWith(`| ${commit} |`))
+    ? previous.slice(previous.indexOf(START), previous.indexOf(END)).split("\n").filter((line) =>
+      /^\| [0-9a-f]{7,} \|/.test(line) && !line.startsWith(`| ${commit} |`)
+    )
     : []
   const section = [
     START,
@@ -107,7 +126,9 @@ try {
     "",
     `\`GET /v1/pets?limit=20\` with a key at ${CONNECTIONS} connections for ${seconds} s, alone and while one client reads \`/docs\` at ` +
     `${CONNECTIONS} connections (\`Accept-Encoding: gzip, deflate, br\`); PostgreSQL; last run on ${cpus().length} × ` +
-    `${cpus()[0]?.model ?? "?"}, load ${loadavg()[0]!.toFixed(1)}, Node ${process.version}. KiB is the docs' bytes per answer on the wire.`,
+    `${cpus()[0]?.model ?? "?"}, load ${
+      loadavg()[0]!.toFixed(1)
+    }, Node ${process.version}. KiB is the docs' bytes per answer on the wire.`,
     "",
     "| commit | scenario | list p50 ms | list p99 ms | list req/s | /docs req/s | KiB per /docs | /docs statuses |",
     "| --- | --- | --- | --- | --- | --- | --- | --- |",

@@ -72,7 +72,9 @@ const admit = async (req: IncomingMessage, res: ServerResponse): Promise<Admitte
     "x-ratelimit-remaining": String(key.perMinute - quota!.minute_count),
     "x-ratelimit-reset": String(Math.ceil(quota!.minute_start / 1000) + 60)
   }
-  if (!quota!.admitted) return void send(res, 429, { code: "rate_limited", message: "rate limited", status: 429 }, headers)
+  if (!quota!.admitted) {
+    return void send(res, 429, { code: "rate_limited", message: "rate limited", status: 429 }, headers)
+  }
   return { keyId: key.id, headers }
 }
 
@@ -88,7 +90,9 @@ const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const rows = await sql`
       SELECT id, name, category_id AS "categoryId", status FROM pets WHERE id > ${after} ORDER BY id LIMIT ${limit + 1}`
     const page = rows.slice(0, limit)
-    const next = rows.length > limit ? { link: `<http://${req.headers.host}/v1/pets?limit=${limit}&after=${page.at(-1)!.id}>; rel="next"` } : {}
+    const next = rows.length > limit
+      ? { link: `<http://${req.headers.host}/v1/pets?limit=${limit}&after=${page.at(-1)!.id}>; rel="next"` }
+      : {}
     return send(res, 200, page, { ...headers, ...next })
   }
   if (req.method === "POST" && url.pathname === "/v1/pets") {
@@ -115,8 +119,12 @@ const handle = async (req: IncomingMessage, res: ServerResponse) => {
   }
   const match = /^\/v1\/pets\/(\d+)$/.exec(url.pathname)
   if (req.method === "GET" && match) {
-    const [row] = await sql`SELECT id, name, category_id AS "categoryId", status FROM pets WHERE id = ${Number(match[1])}`
-    return row ? send(res, 200, row, headers) : send(res, 404, { code: "not_found", message: "not found", status: 404 }, headers)
+    const [row] = await sql`SELECT id, name, category_id AS "categoryId", status FROM pets WHERE id = ${
+      Number(match[1])
+    }`
+    return row
+      ? send(res, 200, row, headers)
+      : send(res, 404, { code: "not_found", message: "not found", status: 404 }, headers)
   }
   return send(res, 404, { code: "not_found", message: "not found", status: 404 }, headers)
 }

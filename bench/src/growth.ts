@@ -67,12 +67,16 @@ interface Row {
 
 /** The key lookup of `auth/ApiKeys.ts` (a copy: that service needs more than a Database to run). */
 const keyStatement = (n: number): Statement => ({
-  text: "SELECT id, name, plan, per_minute, per_day, created_at FROM api_keys WHERE secret_hash = $1 AND revoked_at IS NULL",
+  text:
+    "SELECT id, name, plan, per_minute, per_day, created_at FROM api_keys WHERE secret_hash = $1 AND revoked_at IS NULL",
   values: [createHash("sha256").update(keySecret(n)).digest("hex")]
 })
 
 const main = async () => {
-  const database = await createTestDatabase(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", "petstore_growth")
+  const database = await createTestDatabase(
+    process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    "petstore_growth"
+  )
   const db = postgres(database.url, { max: 1, onnotice: () => {} })
   const stops: Array<() => Promise<void>> = []
   try {
@@ -85,9 +89,12 @@ const main = async () => {
     await db`INSERT INTO api_keys (id, secret_hash, name, plan, per_minute, per_day)
       SELECT 'key_growth' || g, encode(sha256(convert_to('psk_growth_' || lpad(g::text, 6, '0'), 'UTF8')), 'hex'), 'growth', 'enterprise', 2000000000, 2000000000
       FROM generate_series(1, ${KEYS}::integer) AS g`
-    const [{ version: pgVersion }] = await db`SELECT current_setting('server_version') AS version` as unknown as [{ version: string }]
+    const [{ version: pgVersion }] = await db`SELECT current_setting('server_version') AS version` as unknown as [
+      { version: string }
+    ]
     const backendCpu = async () => {
-      const pids = await db`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'petstore'`
+      const pids =
+        await db`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'petstore'`
       return pids.reduce((sum, { pid }) => {
         try {
           return sum + cpuSeconds(pid as number)
@@ -97,13 +104,17 @@ const main = async () => {
       }, 0)
     }
     const literal = (value: unknown) =>
-      value === null || value === undefined ? "NULL"
-      : typeof value === "number" || typeof value === "boolean" ? String(value)
-      : `'${String(value).replaceAll("'", "''")}'`
+      value === null || value === undefined ?
+        "NULL"
+        : typeof value === "number" || typeof value === "boolean" ?
+        String(value)
+        : `'${String(value).replaceAll("'", "''")}'`
     /** The plan PostgreSQL settles on for the statement prepared, as the server's are, after five runs. */
     const explain = async (statement: Statement) => {
       await db.unsafe(`PREPARE growth_statement AS ${statement.text}`)
-      const execute = `EXECUTE growth_statement${statement.values.length > 0 ? `(${statement.values.map(literal).join(", ")})` : ""}`
+      const execute = `EXECUTE growth_statement${
+        statement.values.length > 0 ? `(${statement.values.map(literal).join(", ")})` : ""
+      }`
       let row: unknown
       try {
         for (let run = 0; run < 5; run++) await db.unsafe(execute)
@@ -117,7 +128,10 @@ const main = async () => {
     const explainWrite = async (statement: Statement) => {
       let row: unknown
       await db.begin(async (tx) => {
-        ;[row] = await tx.unsafe(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${statement.text}`, statement.values as Array<string>)
+        ;[row] = await tx.unsafe(
+          `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${statement.text}`,
+          statement.values as Array<string>
+        )
         throw rolledBack
       }).catch((error: unknown) => {
         if (error !== rolledBack) throw error
@@ -158,8 +172,16 @@ const main = async () => {
     const measureOperation = async (table: Row["table"], size: number, operation: Operation) => {
       await autocannon({ url: server.origin, connections: CONNECTIONS, duration: 2, requests: [operation.request] })
       const [serverBefore, postgresBefore] = [cpuSeconds(server.server.child.pid!), await backendCpu()]
-      const result = await autocannon({ url: server.origin, connections: CONNECTIONS, duration: seconds, requests: [operation.request] })
-      const [serverCpu, postgresCpu] = [cpuSeconds(server.server.child.pid!) - serverBefore, (await backendCpu()) - postgresBefore]
+      const result = await autocannon({
+        url: server.origin,
+        connections: CONNECTIONS,
+        duration: seconds,
+        requests: [operation.request]
+      })
+      const [serverCpu, postgresCpu] = [
+        cpuSeconds(server.server.child.pid!) - serverBefore,
+        (await backendCpu()) - postgresBefore
+      ]
       const requests = result.requests.total
       const plan = operation.plan === undefined ? { buffers: "—", removed: "—" } : await operation.plan()
       const row: Row = {
@@ -176,9 +198,15 @@ const main = async () => {
       }
       rows.push(row)
       console.log(
-        `${size.toLocaleString("en").padStart(9)} ${table.padEnd(6)} ${operation.name.padEnd(40)} server ${row.serverMicros.toFixed(0).padStart(4)} µs/req  ` +
-          `PostgreSQL ${row.postgresMicros.toFixed(0).padStart(4)} µs/req  ${row.rps.toFixed(0).padStart(5)} req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  ` +
-          `buffers ${row.buffers}  rows thrown away ${row.removed}  errors ${row.errors}  load ${loadavg()[0]!.toFixed(1)}`
+        `${size.toLocaleString("en").padStart(9)} ${table.padEnd(6)} ${operation.name.padEnd(40)} server ${
+          row.serverMicros.toFixed(0).padStart(4)
+        } µs/req  ` +
+          `PostgreSQL ${row.postgresMicros.toFixed(0).padStart(4)} µs/req  ${
+            row.rps.toFixed(0).padStart(5)
+          } req/s  p50 ${row.p50} ms  p99 ${row.p99} ms  ` +
+          `buffers ${row.buffers}  rows thrown away ${row.removed}  errors ${row.errors}  load ${
+            loadavg()[0]!.toFixed(1)
+          }`
       )
     }
 
@@ -214,7 +242,11 @@ const main = async () => {
         },
         {
           name: "list status=sold, after 90% of ids",
-          request: { method: "GET", path: `/v1/pets?limit=${PAGE}&status=sold&cursor=${cursor(soldAfter)}`, headers: auth },
+          request: {
+            method: "GET",
+            path: `/v1/pets?limit=${PAGE}&status=sold&cursor=${cursor(soldAfter)}`,
+            headers: auth
+          },
           plan: async () => explain(await statements.listPets(PAGE, "sold", soldAfter))
         },
         {
@@ -222,13 +254,21 @@ const main = async () => {
           request: {
             method: "GET",
             headers: auth,
-            setupRequest: (request) => ({ ...request, path: `/v1/pets/${min + Math.floor(Math.random() * (max - min + 1))}` })
+            setupRequest: (request) => ({
+              ...request,
+              path: `/v1/pets/${min + Math.floor(Math.random() * (max - min + 1))}`
+            })
           },
           plan: async () => explain(await statements.getPet(Math.floor((min + max) / 2)))
         },
         {
           name: "create",
-          request: { method: "POST", path: "/v1/pets", headers: auth, body: JSON.stringify({ name: "Growth", categoryId: 1 }) }
+          request: {
+            method: "POST",
+            path: "/v1/pets",
+            headers: auth,
+            body: JSON.stringify({ name: "Growth", categoryId: 1 })
+          }
         },
         {
           name: `list, page 1, ${KEYS.toLocaleString("en")} keys at random`,
@@ -238,7 +278,10 @@ const main = async () => {
             headers: auth,
             setupRequest: (request) => ({
               ...request,
-              headers: { ...request.headers, authorization: `Bearer ${keySecret(1 + Math.floor(Math.random() * KEYS))}` }
+              headers: {
+                ...request.headers,
+                authorization: `Bearer ${keySecret(1 + Math.floor(Math.random() * KEYS))}`
+              }
             })
           },
           plan: () => explain(keyStatement(Math.floor(KEYS / 2)))
@@ -262,10 +305,15 @@ const main = async () => {
         ) SELECT coalesce(max(pet_id), 0)::bigint AS last FROM inserted`
       lastOrderedPet = Math.max(lastOrderedPet, Number(filled!.last))
       await db`VACUUM ANALYZE orders`
-      const [orderBounds] = await db`SELECT count(*)::integer AS count, min(id)::integer AS min, max(id)::integer AS max,
+      const [orderBounds] =
+        await db`SELECT count(*)::integer AS count, min(id)::integer AS min, max(id)::integer AS max,
         count(*) FILTER (WHERE status = 'placed')::integer AS placed, count(*) FILTER (WHERE api_key_id = 'key_growth1')::integer AS own
         FROM orders`
-      const [orderCount, orderMin, orderMax] = [Number(orderBounds!.count), Number(orderBounds!.min), Number(orderBounds!.max)]
+      const [orderCount, orderMin, orderMax] = [
+        Number(orderBounds!.count),
+        Number(orderBounds!.min),
+        Number(orderBounds!.max)
+      ]
       storedOrders = orderCount
       console.log(`done: ${orderCount.toLocaleString("en")} orders, ${orderBounds!.placed} placed`)
       const orderDeepPage = Math.min(1000, Math.floor(orderCount / PAGE) - 1)
@@ -280,7 +328,11 @@ const main = async () => {
         },
         {
           name: `orders, page ${orderDeepPage.toLocaleString("en")} (staff)`,
-          request: { method: "GET", path: `/v1/store/orders?limit=${PAGE}&cursor=${cursor(orderDeepAfter)}`, headers: staffAuth },
+          request: {
+            method: "GET",
+            path: `/v1/store/orders?limit=${PAGE}&cursor=${cursor(orderDeepAfter)}`,
+            headers: staffAuth
+          },
           plan: async () => explain(await statements.listOrders(every, PAGE, undefined, orderDeepAfter))
         },
         {
@@ -290,7 +342,11 @@ const main = async () => {
         },
         {
           name: `one customer's orders (${Number(orderBounds!.own).toLocaleString("en")}), page 1`,
-          request: { method: "GET", path: `/v1/store/orders?limit=${PAGE}`, headers: { ...auth, authorization: `Bearer ${keySecret(1)}` } },
+          request: {
+            method: "GET",
+            path: `/v1/store/orders?limit=${PAGE}`,
+            headers: { ...auth, authorization: `Bearer ${keySecret(1)}` }
+          },
           plan: async () => explain(await statements.listOrders(customer, PAGE, undefined, 0))
         },
         {
@@ -298,7 +354,10 @@ const main = async () => {
           request: {
             method: "GET",
             headers: staffAuth,
-            setupRequest: (request) => ({ ...request, path: `/v1/store/orders/${orderMin + Math.floor(Math.random() * (orderMax - orderMin + 1))}` })
+            setupRequest: (request) => ({
+              ...request,
+              path: `/v1/store/orders/${orderMin + Math.floor(Math.random() * (orderMax - orderMin + 1))}`
+            })
           },
           plan: async () => explain(await statements.getOrder(every, Math.floor((orderMin + orderMax) / 2)))
         }
@@ -320,7 +379,10 @@ const main = async () => {
           path: "/v1/store/orders",
           headers: auth,
           // Past the pool's end every order asks for its last pet, already pending: 409s, counted as non-2xx.
-          setupRequest: (request) => ({ ...request, body: JSON.stringify({ petId: nextPet <= lastPet ? nextPet++ : lastPet }) })
+          setupRequest: (request) => ({
+            ...request,
+            body: JSON.stringify({ petId: nextPet <= lastPet ? nextPet++ : lastPet })
+          })
         },
         plan: async () => explainWrite(await statements.placeOrder(lastPet, keyId))
       })
@@ -342,10 +404,16 @@ const writeGrowth = (rows: ReadonlyArray<Row>, info: { pgVersion: string; loadAt
   const lines = [
     START,
     "",
-    `Measured by \`pnpm bench --growth\` on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${cpus()[0]?.model.trim()}), ` +
-      `${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.versions.node}, PostgreSQL ${info.pgVersion} on the same machine. ` +
-      `${CONNECTIONS} connections, ${seconds} s per operation after 2 s of warm-up; one sold pet in a thousand; ${KEYS.toLocaleString("en")} live keys. ` +
-      `Load average (1, 5, 15 min) at the start: ${info.loadAtStart}; at the end: ${info.loadAtEnd}.`,
+    `Measured by \`pnpm bench --growth\` on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${
+      cpus()[0]?.model.trim()
+    }), ` +
+    `${
+      (totalmem() / 2 ** 30).toFixed(0)
+    } GiB; Node ${process.versions.node}, PostgreSQL ${info.pgVersion} on the same machine. ` +
+    `${CONNECTIONS} connections, ${seconds} s per operation after 2 s of warm-up; one sold pet in a thousand; ${
+      KEYS.toLocaleString("en")
+    } live keys. ` +
+    `Load average (1, 5, 15 min) at the start: ${info.loadAtStart}; at the end: ${info.loadAtEnd}.`,
     "",
     "CPU per request: the server process's, and PostgreSQL's (the bench database's backends), from /proc; they are the",
     "figures that do not move with other work on the machine. Buffers and rows thrown away: EXPLAIN (ANALYZE, BUFFERS)",
@@ -357,7 +425,9 @@ const writeGrowth = (rows: ReadonlyArray<Row>, info: { pgVersion: string; loadAt
       `| ${table} | operation | server µs/req | PostgreSQL µs/req | req/s | p50 ms | p99 ms | buffers | rows thrown away | non-2xx |`,
       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
       ...rows.filter((r) => r.table === table).map((r) =>
-        `| ${r.size.toLocaleString("en")} | ${r.operation} | ${r.serverMicros.toFixed(0)} | ${r.postgresMicros.toFixed(0)} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.buffers} | ${r.removed} | ${r.errors} |`
+        `| ${r.size.toLocaleString("en")} | ${r.operation} | ${r.serverMicros.toFixed(0)} | ${
+          r.postgresMicros.toFixed(0)
+        } | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.buffers} | ${r.removed} | ${r.errors} |`
       ),
       ""
     ]),
@@ -367,7 +437,10 @@ const writeGrowth = (rows: ReadonlyArray<Row>, info: { pgVersion: string; loadAt
   const [at, end] = [previous.indexOf(START), previous.indexOf(END)]
   const next = at !== -1 && end !== -1
     ? previous.slice(0, at) + lines + previous.slice(end + END.length)
-    : previous.replace("## Fleet: one, two and three hosts through HAProxy", `## Growth: cost as the work grows\n\n${lines}\n\n## Fleet: one, two and three hosts through HAProxy`)
+    : previous.replace(
+      "## Fleet: one, two and three hosts through HAProxy",
+      `## Growth: cost as the work grows\n\n${lines}\n\n## Fleet: one, two and three hosts through HAProxy`
+    )
   writeFileSync(resultsFile, next)
   console.log(`wrote the growth table to ${resultsFile}`)
 }

@@ -30,7 +30,6 @@ const childPids = (pid: number): Array<number> => {
   }
 }
 
-
 /** Where the bench's server processes write their logs: one file each, as a log shipper would read them. */
 export const logDir = mkdtempSync(join(tmpdir(), "petstore-bench-logs-"))
 
@@ -52,7 +51,11 @@ export const startLogged = async (
   label: string,
   entry: string,
   env: Record<string, string>,
-  options: { readonly readyPath?: string; readonly ready?: (status: number) => boolean; readonly nodeOptions?: ReadonlyArray<string> } = {}
+  options: {
+    readonly readyPath?: string
+    readonly ready?: (status: number) => boolean
+    readonly nodeOptions?: ReadonlyArray<string>
+  } = {}
 ): Promise<LoggedProcess> => {
   const [port, adminPort] = [await freePort(), await freePort()]
   const logFile = join(logDir, `${label.replace(/[^A-Za-z0-9_-]+/g, "-")}-${port}.log`)

@@ -54,7 +54,10 @@ const simulatedClock = (base: Clock.Clock, now: { millis: number }): Clock.Clock
     currentTimeNanos: Effect.sync(() => BigInt(now.millis) * 1_000_000n)
   })
 
-const subjectOf = (kind: Kind, n: number) => kind === "address" ? `address:2001:db8:${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}::/64` : `key:key_${n.toString(16).padStart(16, "0")}`
+const subjectOf = (kind: Kind, n: number) =>
+  kind === "address"
+    ? `address:2001:db8:${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}::/64`
+    : `key:key_${n.toString(16).padStart(16, "0")}`
 
 const request = (kind: Kind, n: number, now: number) => ({
   subject: subjectOf(kind, n),
@@ -71,7 +74,12 @@ const request = (kind: Kind, n: number, now: number) => ({
  * another), over one day of the store's clock; at each checkpoint, the mean
  * cost of the last WINDOW admissions.
  */
-const pileUp = (kind: Kind, concurrent: boolean, total: number, observe: (subjects: number) => Effect.Effect<{ held: string; memory: string }, unknown, QuotaStore>) =>
+const pileUp = (
+  kind: Kind,
+  concurrent: boolean,
+  total: number,
+  observe: (subjects: number) => Effect.Effect<{ held: string; memory: string }, unknown, QuotaStore>
+) =>
   Effect.gen(function*() {
     const store = yield* QuotaStore
     const clock = yield* Clock.Clock
@@ -137,7 +145,10 @@ const memoryChild = async (kind: Kind) => {
 }
 
 const postgresSeries = async (kind: Kind): Promise<ReadonlyArray<Point>> => {
-  const database = await createTestDatabase(process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres", "petstore_quota_growth")
+  const database = await createTestDatabase(
+    process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    "petstore_quota_growth"
+  )
   const sql = postgres(database.url, { max: 1, onnotice: () => {} })
   try {
     const config = AppConfig.layerWith({ databaseUrl: Option.some(Redacted.make(database.url)) })
@@ -170,10 +181,14 @@ const write = async (points: ReadonlyArray<Point>, info: { loadAtStart: string; 
   const lines = [
     START,
     "",
-    `Measured by \`pnpm bench --growth\` on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${cpus()[0]?.model.trim()}), ` +
-      `${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.versions.node}, PostgreSQL ${pgVersion} on the same machine. ` +
-      `${TOTAL.toLocaleString("en")} distinct subjects admitted once each, evenly over one day of the store's clock. ` +
-      `Load average (1, 5, 15 min) at the start: ${info.loadAtStart}; at the end: ${info.loadAtEnd}.`,
+    `Measured by \`pnpm bench --growth\` on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${
+      cpus()[0]?.model.trim()
+    }), ` +
+    `${
+      (totalmem() / 2 ** 30).toFixed(0)
+    } GiB; Node ${process.versions.node}, PostgreSQL ${pgVersion} on the same machine. ` +
+    `${TOTAL.toLocaleString("en")} distinct subjects admitted once each, evenly over one day of the store's clock. ` +
+    `Load average (1, 5, 15 min) at the start: ${info.loadAtStart}; at the end: ${info.loadAtEnd}.`,
     "",
     "µs per admission: the mean over the 5,000 admissions before the count (fewer below 5,000), sweeps included; the in-memory",
     "store's one after another, the PostgreSQL store's 500 to a statement. Held: the rows in `quota_usage`. Memory: the in-memory",
@@ -182,7 +197,9 @@ const write = async (points: ReadonlyArray<Point>, info: { loadAtStart: string; 
     "| store | subjects | distinct subjects so far | µs per admission | held | memory MiB |",
     "| --- | --- | --- | --- | --- | --- |",
     ...points.map((p) =>
-      `| ${p.store} | ${p.kind === "address" ? "client addresses (/64s)" : "keys"} | ${p.subjects.toLocaleString("en")} | ${p.microsPerAdmission.toFixed(1)} | ${p.held || "–"} | ${p.memory} |`
+      `| ${p.store} | ${p.kind === "address" ? "client addresses (/64s)" : "keys"} | ${
+        p.subjects.toLocaleString("en")
+      } | ${p.microsPerAdmission.toFixed(1)} | ${p.held || "–"} | ${p.memory} |`
     ),
     "",
     END
@@ -191,7 +208,10 @@ const write = async (points: ReadonlyArray<Point>, info: { loadAtStart: string; 
   const [at, end] = [previous.indexOf(START), previous.indexOf(END)]
   const next = at !== -1 && end !== -1
     ? previous.slice(0, at) + lines + previous.slice(end + END.length)
-    : previous.replace("### Reading the growth curves", `### Quota state: 1k to 1M subjects in a day\n\n${lines}\n\n### Reading the growth curves`)
+    : previous.replace(
+      "### Reading the growth curves",
+      `### Quota state: 1k to 1M subjects in a day\n\n${lines}\n\n### Reading the growth curves`
+    )
   writeFileSync(resultsFile, next)
   console.log(`wrote the quota growth table to ${resultsFile}`)
 }
@@ -204,7 +224,9 @@ const main = async () => {
       encoding: "utf8",
       maxBuffer: 1 << 20
     })
-    points.push(...(JSON.parse(output) as Array<Omit<Point, "store">>).map((point) => ({ store: "in-memory", ...point })))
+    points.push(
+      ...(JSON.parse(output) as Array<Omit<Point, "store">>).map((point) => ({ store: "in-memory", ...point }))
+    )
     console.log(`in-memory store, ${kind} subjects: done`)
   }
   for (const kind of ["address", "key"] as const) {

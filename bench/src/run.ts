@@ -86,17 +86,28 @@ const requestsFor = (endpoint: Endpoint, key: string, pool: OrderPool) => {
         method: "POST" as const,
         path: "/v1/store/orders",
         headers,
-        setupRequest: (request: { body?: string }) => ({ ...request, body: JSON.stringify({ petId: pool.next <= pool.last ? pool.next++ : pool.last }) })
+        setupRequest: (request: { body?: string }) => ({
+          ...request,
+          body: JSON.stringify({ petId: pool.next <= pool.last ? pool.next++ : pool.last })
+        })
       }]
     case "list":
       return [{ method: "GET" as const, path: "/v1/pets?limit=20", headers }]
     case "create":
-      return [{ method: "POST" as const, path: "/v1/pets", headers, body: JSON.stringify({ name: "Bench", categoryId: 1 }) }]
+      return [{
+        method: "POST" as const,
+        path: "/v1/pets",
+        headers,
+        body: JSON.stringify({ name: "Bench", categoryId: 1 })
+      }]
     case "get":
       return [{
         method: "GET" as const,
         headers,
-        setupRequest: (request: { path: string }) => ({ ...request, path: `/v1/pets/${1 + Math.floor(Math.random() * 10_000)}` })
+        setupRequest: (request: { path: string }) => ({
+          ...request,
+          path: `/v1/pets/${1 + Math.floor(Math.random() * 10_000)}`
+        })
       }]
   }
 }
@@ -107,7 +118,13 @@ interface Target {
   readonly origin: string
 }
 
-const measure = async (target: Target, endpoint: Endpoint, key: string, duration: number, pool: OrderPool): Promise<Measure> => {
+const measure = async (
+  target: Target,
+  endpoint: Endpoint,
+  key: string,
+  duration: number,
+  pool: OrderPool
+): Promise<Measure> => {
   const cpuBefore = cpuSeconds(target.server.child.pid!)
   const result = await autocannon({
     url: target.origin,
@@ -150,19 +167,29 @@ const main = async () => {
   const started: Array<ServerProcess> = []
   const starting = (label: string) => process.stdout.write(`starting ${label}… `)
   /** The server, ready when its /readyz answers, with an admin listener of its own; its log goes to a file. */
-  const startServer = async (label: string, env: Record<string, string>, extraNodeOptions: ReadonlyArray<string> = []) => {
+  const startServer = async (
+    label: string,
+    env: Record<string, string>,
+    extraNodeOptions: ReadonlyArray<string> = []
+  ) => {
     starting(label)
     const nodeOptions = [...serverNodeOptions, ...extraNodeOptions]
     // glibc's malloc arenas are set by the environment, not by a flag: MALLOC_ARENA_MAX reaches the server.
-    const mallocArenas = process.env.MALLOC_ARENA_MAX === undefined ? {} : { MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX }
-    const target = await startLogged(label, serverMain, { DATABASE_URL: databaseUrl, ...mallocArenas, ...env }, { nodeOptions })
+    const mallocArenas = process.env.MALLOC_ARENA_MAX === undefined
+      ? {}
+      : { MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX }
+    const target = await startLogged(label, serverMain, { DATABASE_URL: databaseUrl, ...mallocArenas, ...env }, {
+      nodeOptions
+    })
     started.push(target.server)
     console.log("ready")
     return target
   }
   /** A floor has no /readyz: it is ready when it answers at all. */
   const startFloor = async (plain: boolean, keyId: string): Promise<Target> => {
-    starting(plain ? "plain floor (node:http + postgres.js, no key, no quota)" : "floor (node:http + postgres.js, key + quota)")
+    starting(
+      plain ? "plain floor (node:http + postgres.js, no key, no quota)" : "floor (node:http + postgres.js, key + quota)"
+    )
     const env = { DATABASE_URL: databaseUrl, FLOOR_PLAIN: plain ? "1" : "0", FLOOR_KEY_ID: keyId }
     const target = await startLogged(plain ? "plain" : "floor", floorMain, env, {
       readyPath: "/v1/pets",
@@ -181,13 +208,22 @@ const main = async () => {
         INSERT INTO pets (name, category_id, status)
         SELECT 'Order pool ' || g, 1, 'available' FROM generate_series(1, ${ORDER_POOL}::integer) AS g
         RETURNING id
-      ) SELECT min(id)::integer AS first, max(id)::integer AS last FROM pool` as unknown as [{ first: number; last: number }]
-    if (poolIds.last - poolIds.first + 1 !== ORDER_POOL) throw new Error(`the order pool's ids are not contiguous: ${poolIds.first}–${poolIds.last}`)
+      ) SELECT min(id)::integer AS first, max(id)::integer AS last FROM pool` as unknown as [
+      { first: number; last: number }
+    ]
+    if (poolIds.last - poolIds.first + 1 !== ORDER_POOL) {
+      throw new Error(`the order pool's ids are not contiguous: ${poolIds.first}–${poolIds.last}`)
+    }
     const pool: OrderPool = { first: poolIds.first, last: poolIds.last, next: poolIds.first }
     await db`VACUUM ANALYZE pets`
     const run = (target: Target, endpoint: Endpoint, duration: number) => measure(target, endpoint, key, duration, pool)
-    const { id: keyId, key } = await createKey(server.admin, "enterprise", { perMinute: 2_000_000_000, perDay: 2_000_000_000 })
-    const [{ version: pgVersion }] = await db`SELECT current_setting('server_version') AS version` as unknown as [{ version: string }]
+    const { id: keyId, key } = await createKey(server.admin, "enterprise", {
+      perMinute: 2_000_000_000,
+      perDay: 2_000_000_000
+    })
+    const [{ version: pgVersion }] = await db`SELECT current_setting('server_version') AS version` as unknown as [
+      { version: string }
+    ]
 
     const floor = await startFloor(false, keyId)
     const plainFloor = await startFloor(true, keyId)
@@ -197,7 +233,11 @@ const main = async () => {
     const results = new Map<string, Array<Measure>>()
     const record = (label: string, m: Measure) => results.set(label, [...(results.get(label) ?? []), m])
     const show = (round: number, label: string, endpoint: Endpoint, m: Measure) =>
-      console.log(`round ${round} ${label.padEnd(8)} ${endpoint.padEnd(6)} ${m.rps.toFixed(0).padStart(6)} req/s  ${perCpuSecond(m).toFixed(0).padStart(6)} req/CPU-s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors}  load ${load()}`)
+      console.log(
+        `round ${round} ${label.padEnd(8)} ${endpoint.padEnd(6)} ${m.rps.toFixed(0).padStart(6)} req/s  ${
+          perCpuSecond(m).toFixed(0).padStart(6)
+        } req/CPU-s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors}  load ${load()}`
+      )
 
     if (profile) {
       // A second server under --cpu-prof, measured on list; the profile is written when it stops.
@@ -212,12 +252,19 @@ const main = async () => {
     }
 
     const measured: ReadonlyArray<Endpoint> = quick
-      ? (process.env.BENCH_ENDPOINTS ?? "list").split(",").filter((e): e is Endpoint => endpoints.includes(e as Endpoint))
+      ? (process.env.BENCH_ENDPOINTS ?? "list").split(",").filter((e): e is Endpoint =>
+        endpoints.includes(e as Endpoint)
+      )
       : endpoints
     const baselineMain = quick ? process.env.BENCH_BASELINE : undefined
-    const baseline = baselineMain === undefined ? [] : [["baseline", await startLogged("baseline", baselineMain, { DATABASE_URL: databaseUrl })] as const]
+    const baseline = baselineMain === undefined
+      ? []
+      : [["baseline", await startLogged("baseline", baselineMain, { DATABASE_URL: databaseUrl })] as const]
     for (const [, target] of baseline) started.push(target.server)
-    const targets: ReadonlyArray<readonly [string, Target]> = [["server", server], ...baseline, ["floor", floor], ["plain", plainFloor]]
+    const targets: ReadonlyArray<readonly [string, Target]> = [["server", server], ...baseline, ["floor", floor], [
+      "plain",
+      plainFloor
+    ]]
     console.log(`warming up (${measured.length * targets.length} × 3 s)`)
     for (const endpoint of measured) for (const [, target] of targets) await run(target, endpoint, 3)
 
@@ -252,7 +299,11 @@ const main = async () => {
       await workers.server.stop()
     }
     const idleRss = rssMiB(server.server.child.pid!)
-    console.log(`server RSS after the runs: ${idleRss.toFixed(0)} MiB; its log: ${(server.logBytes() / 2 ** 20).toFixed(0)} MiB in ${server.logFile}`)
+    console.log(
+      `server RSS after the runs: ${idleRss.toFixed(0)} MiB; its log: ${
+        (server.logBytes() / 2 ** 20).toFixed(0)
+      } MiB in ${server.logFile}`
+    )
 
     let soakSamples: Array<{ at: number; rss: number; p99: number }> = []
     if (soak) {
@@ -260,19 +311,39 @@ const main = async () => {
       soakSamples = await soakRun(server, key)
     }
 
-    const effectVersion = JSON.parse(readFileSync(fileURLToPath(new URL("../../node_modules/.pnpm/node_modules/effect/package.json", import.meta.url)), "utf8")).version
-    const autocannonVersion = JSON.parse(readFileSync(fileURLToPath(new URL("../node_modules/autocannon/package.json", import.meta.url)), "utf8")).version
+    const effectVersion = JSON.parse(
+      readFileSync(
+        fileURLToPath(new URL("../../node_modules/.pnpm/node_modules/effect/package.json", import.meta.url)),
+        "utf8"
+      )
+    ).version
+    const autocannonVersion = JSON.parse(
+      readFileSync(fileURLToPath(new URL("../node_modules/autocannon/package.json", import.meta.url)), "utf8")
+    ).version
     if (quick) {
-      const ratio = (a: string, b: string) => (perCpuSecond(combine(results.get(a)!)) / perCpuSecond(combine(results.get(b)!))).toFixed(2)
+      const ratio = (a: string, b: string) =>
+        (perCpuSecond(combine(results.get(a)!)) / perCpuSecond(combine(results.get(b)!))).toFixed(2)
       console.log(`load at start ${loadAtStart}, at end ${load()}`)
       for (const endpoint of measured) {
         const of = (label: string) => `${label} ${endpoint}`
-        console.log(`${endpoint}: server ${ratio(of("server"), of("floor"))}× the floor, ${ratio(of("server"), of("plain"))}× the plain floor` +
-          (results.has(of("baseline")) ? `; baseline ${ratio(of("baseline"), of("floor"))}× the floor, ${ratio(of("baseline"), of("plain"))}× the plain floor; server ${ratio(of("server"), of("baseline"))}× the baseline` : "") +
-          " (req per CPU-s)")
+        console.log(
+          `${endpoint}: server ${ratio(of("server"), of("floor"))}× the floor, ${
+            ratio(of("server"), of("plain"))
+          }× the plain floor` +
+            (results.has(of("baseline"))
+              ? `; baseline ${ratio(of("baseline"), of("floor"))}× the floor, ${
+                ratio(of("baseline"), of("plain"))
+              }× the plain floor; server ${ratio(of("server"), of("baseline"))}× the baseline`
+              : "") +
+            " (req per CPU-s)"
+        )
       }
     } else {
-      writeFileSync(resultsFile, report({ results, pgVersion, effectVersion, autocannonVersion, soakSamples, loadAtStart, loadAtEnd: load() }) + keptAnalysis())
+      writeFileSync(
+        resultsFile,
+        report({ results, pgVersion, effectVersion, autocannonVersion, soakSamples, loadAtStart, loadAtEnd: load() }) +
+          keptAnalysis()
+      )
       console.log(`wrote ${resultsFile}`)
     }
     await db.end()
@@ -299,7 +370,10 @@ const soakRun = async (server: Target, key: string) => {
   const samples: Array<{ at: number; rss: number; p99: number }> = []
   const begin = Date.now()
   const pid = server.server.child.pid!
-  const sampler = setInterval(() => samples.push({ at: Math.round((Date.now() - begin) / 1000), rss: rssMiB(pid), p99: 0 }), 10_000)
+  const sampler = setInterval(
+    () => samples.push({ at: Math.round((Date.now() - begin) / 1000), rss: rssMiB(pid), p99: 0 }),
+    10_000
+  )
   const cpuBefore = cpuSeconds(pid)
   const result = await autocannon({
     url: server.origin,
@@ -311,9 +385,15 @@ const soakRun = async (server: Target, key: string) => {
   clearInterval(sampler)
   const cpu = cpuSeconds(pid) - cpuBefore
   // At a fixed rate the server is not saturated, so its CPU per request is the cost of a memory setting.
-  console.log(`soak: ${result.requests.average.toFixed(0)} req/s, p99 ${result.latency.p99} ms, non-2xx ${result.non2xx + result.errors + result.timeouts}; ` +
-    `server CPU ${(1000 * cpu / result.requests.total).toFixed(3)} s per 1,000 requests (${(result.requests.total / cpu).toFixed(0)} req per CPU-s); ` +
-    `RSS MiB every 10 s: ${samples.map((sample) => sample.rss.toFixed(0)).join(" ")}`)
+  console.log(
+    `soak: ${result.requests.average.toFixed(0)} req/s, p99 ${result.latency.p99} ms, non-2xx ${
+      result.non2xx + result.errors + result.timeouts
+    }; ` +
+      `server CPU ${(1000 * cpu / result.requests.total).toFixed(3)} s per 1,000 requests (${
+        (result.requests.total / cpu).toFixed(0)
+      } req per CPU-s); ` +
+      `RSS MiB every 10 s: ${samples.map((sample) => sample.rss.toFixed(0)).join(" ")}`
+  )
   return samples
 }
 
@@ -340,19 +420,25 @@ const report = (input: {
   const get = (label: string) => combine(input.results.get(label) ?? [])
   const ratioOf = (m: Measure, base: Measure) => perCpuSecond(m) / perCpuSecond(base)
   const row = (label: string, m: Measure, floor?: Measure, plain?: Measure) =>
-    `| ${label} | ${perCpuSecond(m).toFixed(0)} | ${floor ? ratioOf(m, floor).toFixed(2) + "×" : label.startsWith("plain") ? "—" : "1.00×"} | ${plain ? ratioOf(m, plain).toFixed(2) + "×" : "—"} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${m.errors} |`
+    `| ${label} | ${perCpuSecond(m).toFixed(0)} | ${
+      floor ? ratioOf(m, floor).toFixed(2) + "×" : label.startsWith("plain") ? "—" : "1.00×"
+    } | ${plain ? ratioOf(m, plain).toFixed(2) + "×" : "—"} | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${m.errors} |`
   const lines = [
     "# Benchmark results",
     "",
-    `Measured by \`pnpm bench\` on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${cpus()[0]?.model.trim()}), ` +
-      `${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.versions.node}, effect ${input.effectVersion}, ` +
-      `PostgreSQL ${input.pgVersion} on the same machine, autocannon ${input.autocannonVersion}. ` +
-      `${CONNECTIONS} connections, ${rounds} rounds of ${seconds} s per target and endpoint, alternating, after a 3 s warm-up. ` +
-      `The database holds 10,000 pets, and ${ORDER_POOL.toLocaleString("en")} more created available up front, which the orders take, one each; ` +
-      "the key's quota is too high to bind, but every request still spends it. " +
-      "The server runs with request logging (LOG_LEVEL=Info, one JSON line per request, to a file), metrics and the PostgreSQL quota store. " +
-      `Load average (1, 5, 15 min) at the start: ${input.loadAtStart}; at the end: ${input.loadAtEnd}.` +
-      (serverNodeOptions.length > 0 ? ` Server Node flags: \`${serverNodeOptions.join(" ")}\`.` : ""),
+    `Measured by \`pnpm bench\` on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${
+      cpus()[0]?.model.trim()
+    }), ` +
+    `${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.versions.node}, effect ${input.effectVersion}, ` +
+    `PostgreSQL ${input.pgVersion} on the same machine, autocannon ${input.autocannonVersion}. ` +
+    `${CONNECTIONS} connections, ${rounds} rounds of ${seconds} s per target and endpoint, alternating, after a 3 s warm-up. ` +
+    `The database holds 10,000 pets, and ${
+      ORDER_POOL.toLocaleString("en")
+    } more created available up front, which the orders take, one each; ` +
+    "the key's quota is too high to bind, but every request still spends it. " +
+    "The server runs with request logging (LOG_LEVEL=Info, one JSON line per request, to a file), metrics and the PostgreSQL quota store. " +
+    `Load average (1, 5, 15 min) at the start: ${input.loadAtStart}; at the end: ${input.loadAtEnd}.` +
+    (serverNodeOptions.length > 0 ? ` Server Node flags: \`${serverNodeOptions.join(" ")}\`.` : ""),
     "",
     "Requests per CPU-second divides the requests served by the CPU time (user + system) the server process used",
     "meanwhile, read from /proc: the load generator and PostgreSQL share the machine, so req/s moves with them and",
@@ -373,33 +459,66 @@ const report = (input: {
       row(`server ${endpoint}`, get(`server ${endpoint}`), floor, plain)
     )
   }
-  const ratio = (endpoint: Endpoint, base: "floor" | "plain") => ratioOf(get(`server ${endpoint}`), get(`${base} ${endpoint}`))
+  const ratio = (endpoint: Endpoint, base: "floor" | "plain") =>
+    ratioOf(get(`server ${endpoint}`), get(`${base} ${endpoint}`))
   const verdict = (met: boolean) => met ? "met" : "missed"
   const peakRss = Math.max(0, ...input.soakSamples.map((sample) => sample.rss))
   lines.push(
     "",
     "### Against the targets",
     "",
-    `- Requests per server CPU-second, GET /v1/pets?limit=20: ${ratio("list", "plain").toFixed(2)}× the plain floor against a target of at least ${PLAIN_TARGET}×: ${verdict(ratio("list", "plain") >= PLAIN_TARGET)}` +
+    `- Requests per server CPU-second, GET /v1/pets?limit=20: ${
+      ratio("list", "plain").toFixed(2)
+    }× the plain floor against a target of at least ${PLAIN_TARGET}×: ${
+      verdict(ratio("list", "plain") >= PLAIN_TARGET)
+    }` +
       `; ${ratio("list", "floor").toFixed(2)}× the floor (key + quota).`,
     ...(["create", "get", "order"] as const).map((endpoint) =>
       `- Requests per server CPU-second, ${routeOf[endpoint]}: ${ratio(endpoint, "floor").toFixed(2)}× the floor ` +
-      `(${ratio(endpoint, "plain").toFixed(2)}× the plain floor) against at least the ${KEPT_RATIOS[endpoint].toFixed(2)}× measured before: ${verdict(ratio(endpoint, "floor") >= KEPT_RATIOS[endpoint])}.`
+      `(${ratio(endpoint, "plain").toFixed(2)}× the plain floor) against at least the ${
+        KEPT_RATIOS[endpoint].toFixed(2)
+      }× measured before: ${verdict(ratio(endpoint, "floor") >= KEPT_RATIOS[endpoint])}.`
     ),
     ...endpoints.map((endpoint) => {
       const p99 = get(`server ${endpoint}`).p99
-      return `- p99 of the server, ${endpoint}, at ${CONNECTIONS} connections: ${p99} ms against a target of at most ${P99_TARGET_MS} ms: ${verdict(p99 <= P99_TARGET_MS)}.`
+      return `- p99 of the server, ${endpoint}, at ${CONNECTIONS} connections: ${p99} ms against a target of at most ${P99_TARGET_MS} ms: ${
+        verdict(p99 <= P99_TARGET_MS)
+      }.`
     }),
     input.soakSamples.length > 0
-      ? `- Resident memory under the soak: at most ${peakRss.toFixed(0)} MiB against a target of at most ${MEMORY_TARGET_MIB} MiB: ${verdict(peakRss <= MEMORY_TARGET_MIB)}.`
+      ? `- Resident memory under the soak: at most ${
+        peakRss.toFixed(0)
+      } MiB against a target of at most ${MEMORY_TARGET_MIB} MiB: ${verdict(peakRss <= MEMORY_TARGET_MIB)}.`
       : "- Resident memory under the soak: not measured in this run (`pnpm bench --soak`)."
   )
-  lines.push("", "## In-memory quota store", "", "| target | req per CPU-s | vs floor | vs plain floor | req/s | p50 ms | p99 ms | non-2xx |", "| --- | --- | --- | --- | --- | --- | --- | --- |")
-  for (const endpoint of endpoints) lines.push(row(`memory ${endpoint}`, get(`memory ${endpoint}`), get(`floor ${endpoint}`), get(`plain ${endpoint}`)))
-  lines.push("", "## WORKERS=2 against WORKERS=1 (GET /v1/pets?limit=20)", "", "CPU of WORKERS=2 counts the primary and both workers.", "", "| target | req per CPU-s | vs WORKERS=1 | — | req/s | p50 ms | p99 ms | non-2xx |", "| --- | --- | --- | --- | --- | --- | --- | --- |")
+  lines.push(
+    "",
+    "## In-memory quota store",
+    "",
+    "| target | req per CPU-s | vs floor | vs plain floor | req/s | p50 ms | p99 ms | non-2xx |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |"
+  )
+  for (const endpoint of endpoints) {
+    lines.push(row(`memory ${endpoint}`, get(`memory ${endpoint}`), get(`floor ${endpoint}`), get(`plain ${endpoint}`)))
+  }
+  lines.push(
+    "",
+    "## WORKERS=2 against WORKERS=1 (GET /v1/pets?limit=20)",
+    "",
+    "CPU of WORKERS=2 counts the primary and both workers.",
+    "",
+    "| target | req per CPU-s | vs WORKERS=1 | — | req/s | p50 ms | p99 ms | non-2xx |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |"
+  )
   lines.push(row("WORKERS=1", get("workers1 list")), row("WORKERS=2", get("workers2 list"), get("workers1 list")))
   if (input.soakSamples.length > 0) {
-    lines.push("", `## Soak: ${soakSeconds} s at ${soakRate} req/s of GET /v1/pets`, "", "| second | RSS MiB |", "| --- | --- |")
+    lines.push(
+      "",
+      `## Soak: ${soakSeconds} s at ${soakRate} req/s of GET /v1/pets`,
+      "",
+      "| second | RSS MiB |",
+      "| --- | --- |"
+    )
     for (const sample of input.soakSamples) lines.push(`| ${sample.at} | ${sample.rss.toFixed(0)} |`)
   }
   return lines.join("\n") + "\n"

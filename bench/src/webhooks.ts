@@ -33,7 +33,8 @@ const serverMain = builtServerEntry(import.meta.url)
 const resultsFile = fileURLToPath(new URL("../RESULTS.md", import.meta.url))
 const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
 
-const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN
+const percentile = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN
 
 const main = async () => {
   const database = await createTestDatabase(adminUrl, "petstore_bench_webhooks")
@@ -62,16 +63,28 @@ const main = async () => {
   const results: Array<string> = []
   try {
     let server = await startLogged("webhooks-on", serverMain, env(true))
-    const { key } = await createKey(server.admin, "enterprise", { perMinute: 10_000_000, perDay: 1_000_000_000 }, undefined, "staff")
+    const { key } = await createKey(
+      server.admin,
+      "enterprise",
+      { perMinute: 10_000_000, perDay: 1_000_000_000 },
+      undefined,
+      "staff"
+    )
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" }
     const registered = await fetch(`${server.origin}/v1/webhooks/endpoints`, {
       method: "POST",
       headers,
       body: JSON.stringify({ url: hookUrl, eventTypes: ["pet.created"] })
     })
-    if (registered.status !== 201) throw new Error(`registering the endpoint: ${registered.status} ${await registered.text()}`)
+    if (registered.status !== 201) {
+      throw new Error(`registering the endpoint: ${registered.status} ${await registered.text()}`)
+    }
     const createPet = (i: number) =>
-      fetch(`${server.origin}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name: `Bench ${i}`, categoryId: 1 }) })
+      fetch(`${server.origin}/v1/pets`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ name: `Bench ${i}`, categoryId: 1 })
+      })
         .then((answer) => answer.arrayBuffer())
 
     // Lag at a steady rate.
@@ -89,7 +102,9 @@ const main = async () => {
     while (delivered < total && Date.now() < drainBy) await new Promise((resolve) => setTimeout(resolve, 50))
     const sorted = [...lags].sort((a, b) => a - b)
     results.push(
-      `| steady ${rate} changes/s for ${seconds} s | ${delivered} of ${total} | ${percentile(sorted, 0.5)} | ${percentile(sorted, 0.99)} | ${sorted.at(-1)} |`
+      `| steady ${rate} changes/s for ${seconds} s | ${delivered} of ${total} | ${percentile(sorted, 0.5)} | ${
+        percentile(sorted, 0.99)
+      } | ${sorted.at(-1)} |`
     )
     await server.server.stop()
 
@@ -104,10 +119,14 @@ const main = async () => {
     server = await startLogged("webhooks-drain", serverMain, env(true))
     const cpuAtStart = cpuSeconds(server.server.child.pid!)
     const drainStarted = Date.now()
-    while (delivered - before < backlog && Date.now() < drainStarted + 300_000) await new Promise((resolve) => setTimeout(resolve, 50))
+    while (delivered - before < backlog && Date.now() < drainStarted + 300_000) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
     const drainSeconds = (Date.now() - drainStarted) / 1000
     const drainCpu = cpuSeconds(server.server.child.pid!) - cpuAtStart
-    const throughput = `| ${delivered - before} | ${drainSeconds.toFixed(1)} | ${drainCpu.toFixed(2)} | ${((delivered - before) / drainCpu).toFixed(0)} | ${((delivered - before) / drainSeconds).toFixed(0)} |`
+    const throughput = `| ${delivered - before} | ${drainSeconds.toFixed(1)} | ${drainCpu.toFixed(2)} | ${
+      ((delivered - before) / drainCpu).toFixed(0)
+    } | ${((delivered - before) / drainSeconds).toFixed(0)} |`
     await server.server.stop()
 
     // The API with deliveries on and off, alternating.
@@ -126,7 +145,13 @@ const main = async () => {
           duration: seconds
         })
         const cpu = cpuSeconds(pid) - cpuBefore
-        api.push(`| ${round} | ${delivery ? "on" : "off"} | ${result.requests.average.toFixed(0)} | ${result.latency.p50} | ${result.latency.p99} | ${(result.requests.total / cpu).toFixed(0)} | ${result.non2xx} |`)
+        api.push(
+          `| ${round} | ${delivery ? "on" : "off"} | ${
+            result.requests.average.toFixed(0)
+          } | ${result.latency.p50} | ${result.latency.p99} | ${
+            (result.requests.total / cpu).toFixed(0)
+          } | ${result.non2xx} |`
+        )
         await server.server.stop()
       }
     }
@@ -144,12 +169,16 @@ const main = async () => {
         pg_size_pretty(pg_total_relation_size('webhook_messages')) AS size
       FROM pg_stat_user_tables WHERE relname = 'webhook_messages'`
     const [version] = await sql<Array<{ server_version: string }>>`SHOW server_version`
-    const table = `| ${stats!.n_tup_ins} | ${stats!.n_tup_upd} | ${stats!.n_tup_del} | ${stats!.n_live_tup} | ${stats!.n_dead_tup} | ${stats!.autovacuum_count} | ${stats!.size} |`
+    const table = `| ${stats!.n_tup_ins} | ${stats!.n_tup_upd} | ${stats!.n_tup_del} | ${stats!.n_live_tup} | ${
+      stats!.n_dead_tup
+    } | ${stats!.autovacuum_count} | ${stats!.size} |`
     const report = [
       "<!-- webhooks -->",
       "## Webhooks (`pnpm bench --webhooks`)",
       "",
-      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, load ${loadavg()[0]!.toFixed(1)} at the end; Node ${process.version}, PostgreSQL ${version!.server_version}. ` +
+      `Machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, load ${
+        loadavg()[0]!.toFixed(1)
+      } at the end; Node ${process.version}, PostgreSQL ${version!.server_version}. ` +
       "One server process, PostgreSQL on loopback, the receiver in the bench process answering 204.",
       "",
       "Delivery lag, from an event's transaction to the receiver's answer:",
@@ -180,7 +209,10 @@ const main = async () => {
     ].join("\n")
     const current = readFileSync(resultsFile, "utf8")
     const marked = /<!-- webhooks -->[\s\S]*<!-- \/webhooks -->/
-    writeFileSync(resultsFile, marked.test(current) ? current.replace(marked, report) : `${current.trimEnd()}\n\n${report}\n`)
+    writeFileSync(
+      resultsFile,
+      marked.test(current) ? current.replace(marked, report) : `${current.trimEnd()}\n\n${report}\n`
+    )
     console.log(report)
   } finally {
     await sql.end()

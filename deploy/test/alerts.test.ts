@@ -15,7 +15,9 @@ const dashboard = JSON.parse(read("deploy/grafana/petstore-dashboard.json")) as 
 }
 const expressions = [
   ...alerts.map((alert) => ({ where: `alert ${alert.alert}`, expr: alert.expr })),
-  ...dashboard.panels.flatMap((panel) => panel.targets.map((target) => ({ where: `panel "${panel.title}"`, expr: target.expr })))
+  ...dashboard.panels.flatMap((panel) =>
+    panel.targets.map((target) => ({ where: `panel "${panel.title}"`, expr: target.expr }))
+  )
 ]
 
 /** The series a PromQL expression reads, with the labels it matches on: names with an underscore not called as functions. */
@@ -25,21 +27,29 @@ const selectors = (expr: string) =>
     labels: [...(matchers ?? "").matchAll(/([a-z_]+)\s*(?:=~|!=|!~|=)/g)].map(([, label]) => label!)
   }))
 
-const run = (...args: Array<string>) => spawnSync(promtool!, args, { cwd: join(root, "deploy/prometheus"), encoding: "utf8" })
+const run = (...args: Array<string>) =>
+  spawnSync(promtool!, args, { cwd: join(root, "deploy/prometheus"), encoding: "utf8" })
 
-describe.skipIf(promtool === undefined && missingTool("promtool is not on PATH (Debian's prometheus)").skip)("the alerting rules", () => {
-  it("pass promtool check rules", () => {
-    const result = run("check", "rules", "alerts.yml")
-    expect(result.status, result.stdout + result.stderr).toBe(0)
-  })
+describe.skipIf(promtool === undefined && missingTool("promtool is not on PATH (Debian's prometheus)").skip)(
+  "the alerting rules",
+  () => {
+    it("pass promtool check rules", () => {
+      const result = run("check", "rules", "alerts.yml")
+      expect(result.status, result.stdout + result.stderr).toBe(0)
+    })
 
-  it("pass promtool test rules, with a test that fires each alert", () => {
-    const result = run("test", "rules", "alerts.test.yml")
-    expect(result.status, result.stdout + result.stderr).toBe(0)
-    const tests = read("deploy/prometheus/alerts.test.yml")
-    for (const { alert } of alerts) expect(tests, alert).toMatch(new RegExp(`alertname: ${alert}\\n\\s+exp_alerts:\\n\\s+- exp_labels`))
-  })
-})
+    it("pass promtool test rules, with a test that fires each alert", () => {
+      const result = run("test", "rules", "alerts.test.yml")
+      expect(result.status, result.stdout + result.stderr).toBe(0)
+      const tests = read("deploy/prometheus/alerts.test.yml")
+      for (const { alert } of alerts) {
+        expect(tests, alert).toMatch(
+          new RegExp(`alertname: ${alert}\\n\\s+exp_alerts:\\n\\s+- exp_labels`)
+        )
+      }
+    })
+  }
+)
 
 describe("every alert has its runbook line", () => {
   it.each(alerts.map((alert) => alert.alert))("%s", (alert) => {
@@ -61,7 +71,8 @@ describe("every series an alert or a dashboard panel reads is one a real server 
     for (const path of ["/healthz", "/readyz"]) await fetch(`${server.origin}${path}`)
     await fetch(`${server.origin}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
     for (let i = 0; i < 3; i++) await fetch(`${server.origin}/v1/pets`)
-    const text = await (await fetch(`${server.admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text()
+    const text = await (await fetch(`${server.admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }))
+      .text()
     exported = new Map()
     for (const [, name, labels] of text.matchAll(/^([a-z_][a-z0-9_]*)(?:\{([^}]*)\})? /gm)) {
       const known = exported.get(name!) ?? new Set<string>()
@@ -77,7 +88,9 @@ describe("every series an alert or a dashboard panel reads is one a real server 
     for (const { labels, name } of read) {
       expect([...exported.keys()], name).toContain(name)
       // `instance` is Prometheus' own label, added at the scrape.
-      for (const label of labels.filter((label) => label !== "instance")) expect([...exported.get(name)!], `${name} ${label}`).toContain(label)
+      for (const label of labels.filter((label) => label !== "instance")) {
+        expect([...exported.get(name)!], `${name} ${label}`).toContain(label)
+      }
     }
   })
 

@@ -1,4 +1,11 @@
-import { createKey, createTestDatabase, freePort, missingTool, postgresAdminUrl, type TestDatabase } from "@petstore/test-support"
+import {
+  createKey,
+  createTestDatabase,
+  freePort,
+  missingTool,
+  postgresAdminUrl,
+  type TestDatabase
+} from "@petstore/test-support"
 import { execFile, spawn } from "node:child_process"
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -22,7 +29,11 @@ const global = ["--runtime", "runc", "--cgroup-manager=cgroupfs"]
 const limits = ["--ulimit", "nofile=20000:20000", "--ulimit", "nproc=4096:4096"]
 const GRACE_SECONDS = 45
 
-interface Outcome { readonly code: number | null; readonly stdout: string; readonly stderr: string }
+interface Outcome {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
 const podman = (args: ReadonlyArray<string>, timeoutMs = 120_000): Promise<Outcome> =>
   new Promise((resolve) => {
     const child = spawn(podmanBinary!, [...global, ...args], { stdio: ["ignore", "pipe", "pipe"] })
@@ -38,7 +49,9 @@ const podman = (args: ReadonlyArray<string>, timeoutMs = 120_000): Promise<Outco
   })
 const ok = async (args: ReadonlyArray<string>, timeoutMs?: number) => {
   const outcome = await podman(args, timeoutMs)
-  if (outcome.code !== 0) throw new Error(`podman ${args.join(" ")} exited ${outcome.code}:\n${outcome.stderr}${outcome.stdout}`)
+  if (outcome.code !== 0) {
+    throw new Error(`podman ${args.join(" ")} exited ${outcome.code}:\n${outcome.stderr}${outcome.stdout}`)
+  }
   return outcome.stdout.trim()
 }
 const inspect = async (what: string, format: string) => ok(["inspect", what, "--format", format])
@@ -95,8 +108,18 @@ describe.skipIf(
     const build = async (image: string, target: string) => {
       const started = Date.now()
       await ok([
-        "build", ...limits, "--pull=never", "--layers", "-f", join(root, "deploy/images/Containerfile"),
-        "--target", target, "--build-arg", `VERSION=${version}`, "-t", image,
+        "build",
+        ...limits,
+        "--pull=never",
+        "--layers",
+        "-f",
+        join(root, "deploy/images/Containerfile"),
+        "--target",
+        target,
+        "--build-arg",
+        `VERSION=${version}`,
+        "-t",
+        image,
         ...(existsSync(caBundle) ? ["--secret", `id=ca-certificates,src=${caBundle}`] : []),
         root
       ], 1_200_000)
@@ -121,7 +144,10 @@ describe.skipIf(
   it("labels both images with the release's version, source and licence, runs them as uid 1000, within the size budget", async () => {
     for (const [image, budgetMB] of [[serverImage, 400], [conformanceImage, 300]] as const) {
       const labels = JSON.parse(await inspect(image, "{{json .Config.Labels}}")) as Record<string, string>
-      expect(labels).toMatchObject({ "org.opencontainers.image.version": version, "org.opencontainers.image.licenses": "MIT" })
+      expect(labels).toMatchObject({
+        "org.opencontainers.image.version": version,
+        "org.opencontainers.image.licenses": "MIT"
+      })
       expect(labels["org.opencontainers.image.source"]).toMatch(/^https:\/\//)
       expect(await inspect(image, "{{.Config.User}}")).toBe("1000:1000")
       const size = Number(await inspect(image, "{{.Size}}"))
@@ -151,11 +177,32 @@ describe.skipIf(
       writeSecret("database-url", databaseUrl())
       const started = Date.now()
       await ok([
-        "run", "--detach", "--name", name, ...limits, "--read-only", "--tmpfs", "/tmp", "--network", "host",
-        "--volume", `${secrets}:/run/secrets:ro`,
-        "--env", "ADMIN_TOKEN_FILE=/run/secrets/admin-token", "--env", "DATABASE_URL_FILE=/run/secrets/database-url",
-        "--env", `PORT=${port}`, "--env", `ADMIN_PORT=${adminPort}`, "--env", "HOST=127.0.0.1",
-        "--env", "SHUTDOWN_DRAIN_SECONDS=5", "--env", "METRICS_PUBLIC=true",
+        "run",
+        "--detach",
+        "--name",
+        name,
+        ...limits,
+        "--read-only",
+        "--tmpfs",
+        "/tmp",
+        "--network",
+        "host",
+        "--volume",
+        `${secrets}:/run/secrets:ro`,
+        "--env",
+        "ADMIN_TOKEN_FILE=/run/secrets/admin-token",
+        "--env",
+        "DATABASE_URL_FILE=/run/secrets/database-url",
+        "--env",
+        `PORT=${port}`,
+        "--env",
+        `ADMIN_PORT=${adminPort}`,
+        "--env",
+        "HOST=127.0.0.1",
+        "--env",
+        "SHUTDOWN_DRAIN_SECONDS=5",
+        "--env",
+        "METRICS_PUBLIC=true",
         serverImage
       ])
       containers.push(name)
@@ -178,14 +225,34 @@ describe.skipIf(
         for (let i = 0; i < 2; i++) lines.push(`${plan}=${(await createKey(admin, plan, undefined, adminToken)).key}`)
       }
       for (let i = 0; i < 2; i++) {
-        lines.push(`enterprise=${(await createKey(admin, "enterprise", { perMinute: 120, perDay: 5_000 }, adminToken)).key}`)
+        lines.push(
+          `enterprise=${(await createKey(admin, "enterprise", { perMinute: 120, perDay: 5_000 }, adminToken)).key}`
+        )
       }
       lines.push(`staff=${(await createKey(admin, "business", undefined, adminToken, "staff")).key}`)
       writeSecret("conformance-keys", lines.join("\n"))
       const outcome = await podman([
-        "run", "--rm", ...limits, "--read-only", "--tmpfs", "/tmp", "--network", "host",
-        "--volume", `${secrets}/conformance-keys:/run/secrets/keys:ro`, "--volume", `${reports}:/reports`,
-        conformanceImage, "--base-url", `${origin}/v1`, "--keys-file", "/run/secrets/keys", "--junit", "junit.xml", "--json", "report.json"
+        "run",
+        "--rm",
+        ...limits,
+        "--read-only",
+        "--tmpfs",
+        "/tmp",
+        "--network",
+        "host",
+        "--volume",
+        `${secrets}/conformance-keys:/run/secrets/keys:ro`,
+        "--volume",
+        `${reports}:/reports`,
+        conformanceImage,
+        "--base-url",
+        `${origin}/v1`,
+        "--keys-file",
+        "/run/secrets/keys",
+        "--junit",
+        "junit.xml",
+        "--json",
+        "report.json"
       ], 600_000)
       const last = outcome.stdout.trim().split("\n").at(-1)!
       expect(outcome.code, `${outcome.stdout.slice(-3000)}\n${outcome.stderr}`).toBe(0)
@@ -211,14 +278,24 @@ describe.skipIf(
       await Promise.all(Array.from({ length: 32 }, async (_, client) => {
         for (let i = 0; Date.now() < until && i < 5_000; i++) {
           const request = i % 4 === 0
-            ? fetch(`${origin}/v1/pets`, { method: "POST", headers, body: JSON.stringify({ name: `load-${client}-${i}`, categoryId: 1 }) })
+            ? fetch(`${origin}/v1/pets`, {
+              method: "POST",
+              headers,
+              body: JSON.stringify({ name: `load-${client}-${i}`, categoryId: 1 })
+            })
             : fetch(`${origin}/v1/pets?limit=20`, { headers })
-          if ((await request.then((response) => response.arrayBuffer().then(() => response.status), () => 0)) > 0) answered++
+          if ((await request.then((response) => response.arrayBuffer().then(() => response.status), () => 0)) > 0) {
+            answered++
+          }
         }
       }))
       clearInterval(sampler)
       const cgroup = await podman(["stats", "--no-stream", "--format", "{{.MemUsage}}", name])
-      measured.push(`memory under load: ${mib(peak)} MiB resident at peak (${answered} requests in 15 s), podman stats ${cgroup.stdout.trim()}`)
+      measured.push(
+        `memory under load: ${
+          mib(peak)
+        } MiB resident at peak (${answered} requests in 15 s), podman stats ${cgroup.stdout.trim()}`
+      )
       expect(answered).toBeGreaterThan(0)
       expect(mib(peak)).toBeLessThan(512)
     })
@@ -231,7 +308,10 @@ describe.skipIf(
       const writers = Array.from({ length: 8 }, async (_, writer) => {
         for (let i = 0; !killed && i < 2_000; i++) {
           const response = await fetch(`${origin}/v1/pets`, {
-            method: "POST", headers, body: JSON.stringify({ name: `kill-${writer}-${i}`, categoryId: 1 }), signal: AbortSignal.timeout(10_000)
+            method: "POST",
+            headers,
+            body: JSON.stringify({ name: `kill-${writer}-${i}`, categoryId: 1 }),
+            signal: AbortSignal.timeout(10_000)
           }).catch(() => undefined)
           if (response?.status === 201) acknowledged.push(((await response.json()) as { id: number }).id)
           else if (response === undefined) return
@@ -245,7 +325,8 @@ describe.skipIf(
       const restartMs = await runServer()
       measured.push(`server (PostgreSQL) ready ${(restartMs / 1000).toFixed(1)} s after podman start`)
       for (const id of acknowledged) {
-        expect(await status(`${origin}/v1/pets/${id}`, { headers: { authorization: `Bearer ${key}` } }), `pet ${id}`).toBe(200)
+        expect(await status(`${origin}/v1/pets/${id}`, { headers: { authorization: `Bearer ${key}` } }), `pet ${id}`)
+          .toBe(200)
       }
     })
 
@@ -263,7 +344,8 @@ describe.skipIf(
     })
 
     it("shows no secret in podman inspect or in its logs", async () => {
-      const shown = (await ok(["inspect", name])) + (await podman(["logs", name])).stdout + (await podman(["logs", name])).stderr
+      const shown = (await ok(["inspect", name])) + (await podman(["logs", name])).stdout +
+        (await podman(["logs", name])).stderr
       expect(shown).toContain("ADMIN_TOKEN_FILE=/run/secrets/admin-token")
       expect(shown).not.toContain(adminToken)
       expect(shown).not.toContain(databasePassword)
@@ -280,10 +362,27 @@ describe.skipIf(
     const start = async (name: string) => {
       const started = Date.now()
       await ok([
-        "run", "--detach", "--name", name, ...limits, "--read-only", "--tmpfs", "/tmp", "--volume", `${volume}:/data`,
-        "--publish", `127.0.0.1:${port}:8080`, "--publish", `127.0.0.1:${adminPort}:8081`,
-        "--volume", `${secrets}/admin-token:/run/secrets/admin-token:ro`, "--env", "ADMIN_TOKEN_FILE=/run/secrets/admin-token",
-        "--env", "ADMIN_HOST=0.0.0.0", serverImage
+        "run",
+        "--detach",
+        "--name",
+        name,
+        ...limits,
+        "--read-only",
+        "--tmpfs",
+        "/tmp",
+        "--volume",
+        `${volume}:/data`,
+        "--publish",
+        `127.0.0.1:${port}:8080`,
+        "--publish",
+        `127.0.0.1:${adminPort}:8081`,
+        "--volume",
+        `${secrets}/admin-token:/run/secrets/admin-token:ro`,
+        "--env",
+        "ADMIN_TOKEN_FILE=/run/secrets/admin-token",
+        "--env",
+        "ADMIN_HOST=0.0.0.0",
+        serverImage
       ])
       containers.push(name)
       await waitFor(async () => await status(`${origin}/readyz`) === 200, 180_000, "PGlite ready")
@@ -293,12 +392,16 @@ describe.skipIf(
     measured.push(`server (PGlite, new volume) ready ${first.toFixed(1)} s after podman run`)
     const key = (await createKey(admin, "free", undefined, adminToken)).key
     const created = await fetch(`${origin}/v1/pets`, {
-      method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       body: JSON.stringify({ name: "Kept", categoryId: 1 })
     })
     expect(created.status).toBe(201)
     const { id } = (await created.json()) as { id: number }
-    await ok(["stop", "--time", String(GRACE_SECONDS), `petstore-image-test-pglite-a-${process.pid}`], (GRACE_SECONDS + 30) * 1000)
+    await ok(
+      ["stop", "--time", String(GRACE_SECONDS), `petstore-image-test-pglite-a-${process.pid}`],
+      (GRACE_SECONDS + 30) * 1000
+    )
     expect(await inspect(`petstore-image-test-pglite-a-${process.pid}`, "{{.State.ExitCode}}")).toBe("0")
     await ok(["rm", "--volumes", `petstore-image-test-pglite-a-${process.pid}`])
     const second = await start(`petstore-image-test-pglite-b-${process.pid}`)

@@ -4,7 +4,14 @@ import * as networking from "kubernetes-models/networking.k8s.io/v1"
 import * as policy from "kubernetes-models/policy/v1"
 import { missingTool } from "@petstore/test-support"
 import { describe, expect, it } from "vitest"
-import { kustomize, type KubernetesObject, measuredMemoryMiB, onPath, serverVariables, shutdownFacts } from "./repository.ts"
+import {
+  kustomize,
+  type KubernetesObject,
+  measuredMemoryMiB,
+  onPath,
+  serverVariables,
+  shutdownFacts
+} from "./repository.ts"
 
 const kubectl = onPath("kubectl")
 const models: Record<string, Record<string, unknown>> = {
@@ -19,14 +26,18 @@ const mebibytes = (quantity: string) => {
   return Number(amount) * (unit === "Gi" ? 1024 : 1)
 }
 
-describe.skipIf(kubectl === undefined && missingTool("kubectl is not on PATH (Debian's kubernetes-client, or CI's .ci/run)").skip)(
+describe.skipIf(
+  kubectl === undefined && missingTool("kubectl is not on PATH (Debian's kubernetes-client, or CI's .ci/run)").skip
+)(
   "the Kubernetes kit, rendered by kubectl kustomize",
   () => {
     const folders = ["deploy/kubernetes/base", "deploy/kubernetes/overlays/example"]
     const rendered = new Map(folders.map((folder) => [folder, kustomize(kubectl!, folder)]))
     const objects = rendered.get("deploy/kubernetes/overlays/example")!
     const one = (kind: string, name?: string) => {
-      const found = objects.filter((object) => object.kind === kind && (name === undefined || object.metadata.name === name))
+      const found = objects.filter((object) =>
+        object.kind === kind && (name === undefined || object.metadata.name === name)
+      )
       expect(found, `${kind} ${name ?? ""}`).toHaveLength(1)
       return found[0]!
     }
@@ -38,7 +49,9 @@ describe.skipIf(kubectl === undefined && missingTool("kubectl is not on PATH (De
 
     it.each(folders)("%s: every object validates against the Kubernetes schemas", (folder) => {
       for (const object of rendered.get(folder)!) {
-        const Model = models[object.apiVersion]?.[object.kind] as (new(data: unknown) => { validate(): void }) | undefined
+        const Model = models[object.apiVersion]?.[object.kind] as
+          | (new(data: unknown) => { validate(): void })
+          | undefined
         expect(Model, `${object.apiVersion} ${object.kind}`).toBeDefined()
         expect(() => new Model!(object).validate(), `${object.kind} ${object.metadata.name}`).not.toThrow()
       }
@@ -52,9 +65,12 @@ describe.skipIf(kubectl === undefined && missingTool("kubectl is not on PATH (De
 
     it("sets only variables the server reads, and secrets only as files", () => {
       const variables = serverVariables()
-      const set = [...Object.keys(config), ...pod.initContainers.concat(pod.containers).flatMap(
-        (container: { env?: Array<{ name: string }> }) => (container.env ?? []).map((env) => env.name)
-      )]
+      const set = [
+        ...Object.keys(config),
+        ...pod.initContainers.concat(pod.containers).flatMap(
+          (container: { env?: Array<{ name: string }> }) => (container.env ?? []).map((env) => env.name)
+        )
+      ]
       for (const name of set) expect(variables, name).toContain(name)
       expect(set).not.toContain("ADMIN_TOKEN")
       expect(set).not.toContain("DATABASE_URL")
@@ -97,7 +113,11 @@ describe.skipIf(kubectl === undefined && missingTool("kubectl is not on PATH (De
     it("migrates before the servers start, with the server's migrate command", () => {
       expect(pod.initContainers.map((container: { name: string }) => container.name)).toEqual(["migrate"])
       expect(pod.initContainers[0].image).toBe(server.image)
-      expect([...pod.initContainers[0].command, ...pod.initContainers[0].args]).toEqual(["node", "dist/main.js", "migrate"])
+      expect([...pod.initContainers[0].command, ...pod.initContainers[0].args]).toEqual([
+        "node",
+        "dist/main.js",
+        "migrate"
+      ])
     })
 
     it("asks for memory from what the server measured, with room above its peak under load", () => {
@@ -125,7 +145,11 @@ describe.skipIf(kubectl === undefined && missingTool("kubectl is not on PATH (De
 
     it("lets Prometheus scrape /metrics on the admin port without the admin token", () => {
       const annotations = deployment.spec.template.metadata.annotations
-      expect(annotations).toEqual({ "prometheus.io/scrape": "true", "prometheus.io/port": config.ADMIN_PORT, "prometheus.io/path": "/metrics" })
+      expect(annotations).toEqual({
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": config.ADMIN_PORT,
+        "prometheus.io/path": "/metrics"
+      })
       expect(config.METRICS_PUBLIC).toBe("true")
     })
 

@@ -14,7 +14,9 @@ describe("the release", () => {
 
   it("has one version, which the changelog, the OpenAPI documents, the images and the example overlay carry", () => {
     expect(/^## (\S+)/m.exec(read("CHANGELOG.md"))![1]).toBe(version)
-    expect((JSON.parse(read("packages/contract/openapi.json")) as { info: { version: string } }).info.version).toBe(version)
+    expect((JSON.parse(read("packages/contract/openapi.json")) as { info: { version: string } }).info.version).toBe(
+      version
+    )
     expect(read("packages/contract/src/AdminApi.ts")).toContain(`version: "${version}"`)
     const containerfile = read("deploy/images/Containerfile")
     expect(containerfile.match(/^ARG VERSION=(.*)$/gm)).toEqual([`ARG VERSION=${version}`, `ARG VERSION=${version}`])

@@ -9,12 +9,16 @@ export const root = fileURLToPath(new URL("../../", import.meta.url))
 export const read = (path: string) => readFileSync(join(root, path), "utf8")
 
 export const onPath = (command: string): string | undefined =>
-  (process.env.PATH ?? "").split(delimiter).filter((dir) => dir !== "").map((dir) => join(dir, command)).find(existsSync)
+  (process.env.PATH ?? "").split(delimiter).filter((dir) => dir !== "").map((dir) => join(dir, command)).find(
+    existsSync
+  )
 
 /** Every variable the server reads: the names config.ts hands to `Config`, and `NAME_FILE` for each secret. */
 export const serverVariables = (): ReadonlySet<string> => {
   const source = read("apps/server/src/config.ts")
-  const names = [...source.matchAll(/\(\s*"([A-Z][A-Z0-9_]+)"\s*\)|,\s*"([A-Z][A-Z0-9_]+)"\s*\)/g)].map((match) => match[1] ?? match[2]!)
+  const names = [...source.matchAll(/\(\s*"([A-Z][A-Z0-9_]+)"\s*\)|,\s*"([A-Z][A-Z0-9_]+)"\s*\)/g)].map((match) =>
+    match[1] ?? match[2]!
+  )
   const secrets = /SECRET_VARIABLES = \[([^\]]*)\]/.exec(source)![1]!.match(/[A-Z_]+/g)!
   return new Set([...names, ...secrets.map((name) => `${name}_FILE`)])
 }

@@ -56,7 +56,10 @@ const machineBusySeconds = () => {
 const sampleCpu = (fleet: Fleet): Sample => {
   const self = process.cpuUsage()
   return {
-    hosts: HOST_NAMES.reduce((sum, name) => sum + (fleet.hosts[name].pid() === undefined ? 0 : cpuOf(fleet.hosts[name].pid()!)), 0),
+    hosts: HOST_NAMES.reduce(
+      (sum, name) => sum + (fleet.hosts[name].pid() === undefined ? 0 : cpuOf(fleet.hosts[name].pid()!)),
+      0
+    ),
     postgres: pidsInNamespace(fleet.network.members.db!.namespace).reduce((sum, pid) => sum + cpuOf(pid), 0),
     haproxy: cpuOf(fleet.haproxy.child.pid!),
     loadGenerator: (self.user + self.system) / 1e6,
@@ -95,7 +98,12 @@ const measure = async (fleet: Fleet, endpoint: Endpoint, key: string, duration: 
   const cpuBefore = sampleCpu(fleet)
   const dbBefore = await databaseCounters(fleet)
   const startedAt = process.hrtime.bigint()
-  const result = await autocannon({ url: fleet.origin, connections: CONNECTIONS, duration, requests: requestsFor(endpoint, key) })
+  const result = await autocannon({
+    url: fleet.origin,
+    connections: CONNECTIONS,
+    duration,
+    requests: requestsFor(endpoint, key)
+  })
   const wall = Number(process.hrtime.bigint() - startedAt) / 1e9
   const cpuAfter = sampleCpu(fleet)
   const dbAfter = await databaseCounters(fleet)
@@ -134,7 +142,9 @@ const useHosts = async (fleet: Fleet, count: number) => {
     }
   }
   const wanted = Object.fromEntries(HOST_NAMES.map((name, index) => [name, index < count ? "UP" : "MAINT"] as const))
-  if (!(await fleet.balancerSees(wanted, 30_000))) throw new Error(`the balancer does not see ${JSON.stringify(wanted)}`)
+  if (!(await fleet.balancerSees(wanted, 30_000))) {
+    throw new Error(`the balancer does not see ${JSON.stringify(wanted)}`)
+  }
 }
 
 const median = (values: ReadonlyArray<number>) => {
@@ -177,7 +187,9 @@ const main = async () => {
     await fleet.sql`INSERT INTO pets (name, category_id, status)
       SELECT 'Pet ' || g, 1 + g % 10, (ARRAY['available', 'pending', 'sold'])[1 + g % 3] FROM generate_series(1, 10000) AS g`
     const { key } = await fleet.createKey("enterprise", { perMinute: 2_000_000_000, perDay: 2_000_000_000 })
-    const [{ version }] = await fleet.sql<Array<{ version: string }>>`SELECT current_setting('server_version') AS version` as unknown as [
+    const [{ version }] = await fleet.sql<
+      Array<{ version: string }>
+    >`SELECT current_setting('server_version') AS version` as unknown as [
       { version: string }
     ]
     const haproxyVersion = /version (\S+)/.exec(execFileSync("haproxy", ["-v"], { encoding: "utf8" }))?.[1] ?? "?"
@@ -193,8 +205,12 @@ const main = async () => {
         results.set(`${count} ${endpoint}`, [...(results.get(`${count} ${endpoint}`) ?? []), m])
         const c = m.cores
         console.log(
-          `step ${step + 1}/${order.length}: ${count} host(s) ${endpoint.padEnd(6)} ${m.rps.toFixed(0).padStart(6)} req/s  ` +
-            `p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors}  cores: hosts ${c.hosts.toFixed(2)} postgres ${c.postgres.toFixed(2)} ` +
+          `step ${step + 1}/${order.length}: ${count} host(s) ${endpoint.padEnd(6)} ${
+            m.rps.toFixed(0).padStart(6)
+          } req/s  ` +
+            `p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors}  cores: hosts ${c.hosts.toFixed(2)} postgres ${
+              c.postgres.toFixed(2)
+            } ` +
             `haproxy ${c.haproxy.toFixed(2)} load ${c.loadGenerator.toFixed(2)} machine ${c.machine.toFixed(2)}`
         )
       }
@@ -203,11 +219,15 @@ const main = async () => {
     const lines = [
       BEGIN,
       "",
-      `Measured by \`pnpm bench:fleet\` on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${cpus()[0]?.model.trim()}), ` +
-        `${(totalmem() / 2 ** 30).toFixed(0)} GiB; Node ${process.versions.node}, PostgreSQL ${version} (the fleet's own cluster), ` +
-        `HAProxy ${haproxyVersion} with \`fleet/haproxy.cfg\`. Every host, PostgreSQL, HAProxy and the load generator ` +
-        `(autocannon, ${CONNECTIONS} connections to HAProxy) run on this one machine. ${rounds} rounds of ${seconds} s per count ` +
-        "of hosts and endpoint, each after a 3 s warm-up, in the order 3, 2, 1 hosts and back; medians over the rounds. The database holds 10,000 pets.",
+      `Measured by \`pnpm bench:fleet\` on ${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores (${
+        cpus()[0]?.model.trim()
+      }), ` +
+      `${
+        (totalmem() / 2 ** 30).toFixed(0)
+      } GiB; Node ${process.versions.node}, PostgreSQL ${version} (the fleet's own cluster), ` +
+      `HAProxy ${haproxyVersion} with \`fleet/haproxy.cfg\`. Every host, PostgreSQL, HAProxy and the load generator ` +
+      `(autocannon, ${CONNECTIONS} connections to HAProxy) run on this one machine. ${rounds} rounds of ${seconds} s per count ` +
+      "of hosts and endpoint, each after a 3 s warm-up, in the order 3, 2, 1 hosts and back; medians over the rounds. The database holds 10,000 pets.",
       "",
       "Cores: CPU-seconds each part used per second of the run, read from /proc (PostgreSQL: the postmaster and every",
       "backend). \"fleet\" adds the four parts up; \"machine\" is every process on the machine, so the difference is what",
@@ -223,8 +243,12 @@ const main = async () => {
         const c = m.cores
         const all = c.hosts + c.postgres + c.haproxy + c.loadGenerator
         lines.push(
-          `| ${count} | ${endpoint} | ${m.rps.toFixed(0)} | ${(m.rps / one.rps).toFixed(2)}× | ${m.p50} | ${m.p99} | ${m.errors} | ` +
-            `${m.requestsPerHostCpuSecond.toFixed(0)} | ${c.hosts.toFixed(2)} | ${c.postgres.toFixed(2)} | ${c.haproxy.toFixed(2)} | ` +
+          `| ${count} | ${endpoint} | ${m.rps.toFixed(0)} | ${
+            (m.rps / one.rps).toFixed(2)
+          }× | ${m.p50} | ${m.p99} | ${m.errors} | ` +
+            `${m.requestsPerHostCpuSecond.toFixed(0)} | ${c.hosts.toFixed(2)} | ${c.postgres.toFixed(2)} | ${
+              c.haproxy.toFixed(2)
+            } | ` +
             `${c.loadGenerator.toFixed(2)} | ${all.toFixed(2)} | ${c.machine.toFixed(2)} |`
         )
       }
@@ -240,7 +264,9 @@ const main = async () => {
       for (const count of [1, 2, 3]) {
         const m = combine(results.get(`${count} ${endpoint}`)!)
         lines.push(
-          `| ${count} | ${endpoint} | ${m.commitsPerRequest.toFixed(2)} | ${m.walBytesPerRequest.toFixed(0)} | ${m.postgresCpuMsPerRequest.toFixed(3)} |`
+          `| ${count} | ${endpoint} | ${m.commitsPerRequest.toFixed(2)} | ${m.walBytesPerRequest.toFixed(0)} | ${
+            m.postgresCpuMsPerRequest.toFixed(3)
+          } |`
         )
       }
     }

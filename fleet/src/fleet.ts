@@ -118,7 +118,10 @@ export interface Fleet {
    * Waits, within `timeoutMs`, until the balancer sees each named host in the
    * given state; resolves with whether it did.
    */
-  readonly balancerSees: (states: Partial<Record<HostName, "UP" | "DOWN" | "MAINT">>, timeoutMs: number) => Promise<boolean>
+  readonly balancerSees: (
+    states: Partial<Record<HostName, "UP" | "DOWN" | "MAINT">>,
+    timeoutMs: number
+  ) => Promise<boolean>
   readonly destroy: () => Promise<void>
 }
 
@@ -163,11 +166,17 @@ const makeHost = (
     const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-OUTPUT_KEPT))
     started.stdout!.on("data", keep)
     started.stderr!.on("data", keep)
-    const ready = await waitUntil(async () => {
-      if (started.exitCode !== null || started.signalCode !== null) return true
-      return fetch(`${origin}/readyz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false)
-    }, 60_000, 100)
-    if (!running()) throw new Error(`${name} exited (${started.exitCode ?? started.signalCode}) before it was ready:\n${output}`)
+    const ready = await waitUntil(
+      async () => {
+        if (started.exitCode !== null || started.signalCode !== null) return true
+        return fetch(`${origin}/readyz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false)
+      },
+      60_000,
+      100
+    )
+    if (!running()) {
+      throw new Error(`${name} exited (${started.exitCode ?? started.signalCode}) before it was ready:\n${output}`)
+    }
     if (!ready) throw new Error(`${name} was not ready within 60 s:\n${output}`)
   }
   const stop = async (signal: "SIGTERM" | "SIGKILL") => {
@@ -260,7 +269,9 @@ export const startFleet = async (options: FleetOptions = {}): Promise<Fleet> => 
       env: {
         PETSTORE_LISTEN: `127.0.0.1:${lbPort}`,
         HAPROXY_RUNTIME_SOCKET: join(runtimeDir, "admin.sock"),
-        ...Object.fromEntries(HOST_NAMES.map((name, i) => [`PETSTORE_HOST${i + 1}`, `${hosts[name].address}:${PUBLIC_PORT}`]))
+        ...Object.fromEntries(
+          HOST_NAMES.map((name, i) => [`PETSTORE_HOST${i + 1}`, `${hosts[name].address}:${PUBLIC_PORT}`])
+        )
       }
     })
     cleanup.push(() => haproxy.stop())
@@ -272,12 +283,18 @@ export const startFleet = async (options: FleetOptions = {}): Promise<Fleet> => 
       ) as Record<HostName, HaproxyServerStat>
     }
     const balancerSees: Fleet["balancerSees"] = (states, timeoutMs) =>
-      waitUntil(async () => {
-        const now = await servers()
-        return Object.entries(states).every(([name, state]) => now[name as HostName]?.status === state)
-      }, timeoutMs, 50)
+      waitUntil(
+        async () => {
+          const now = await servers()
+          return Object.entries(states).every(([name, state]) => now[name as HostName]?.status === state)
+        },
+        timeoutMs,
+        50
+      )
     if (!(await balancerSees({ host1: "UP", host2: "UP", host3: "UP" }, 30_000))) {
-      throw new Error(`the balancer did not see every host UP within 30 s: ${JSON.stringify(await servers())}\n${haproxy.output()}`)
+      throw new Error(
+        `the balancer did not see every host UP within 30 s: ${JSON.stringify(await servers())}\n${haproxy.output()}`
+      )
     }
     const runningHost = () => {
       const host = Object.values(hosts).find((candidate) => candidate.running())
@@ -317,7 +334,9 @@ export const healthCheckSchedule = (configText: string) => {
   }
   const line = configText.split("\n").find((entry) => /^\s*default-server\b/.test(entry))
   const timeoutCheck = /^\s*timeout check (\S+)/m.exec(configText)?.[1]
-  if (line === undefined || timeoutCheck === undefined) throw new Error(`no default-server line or timeout check in ${haproxyConfigFile}`)
+  if (line === undefined || timeoutCheck === undefined) {
+    throw new Error(`no default-server line or timeout check in ${haproxyConfigFile}`)
+  }
   const option = (name: string) => {
     const value = new RegExp(`\\b${name} (\\S+)`).exec(line)?.[1]
     if (value === undefined) throw new Error(`default-server in ${haproxyConfigFile} sets no ${name}`)

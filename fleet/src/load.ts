@@ -30,7 +30,9 @@ export const send = (url: string, options: RequestOptions = {}): Promise<Outcome
       agent: options.agent ?? false,
       headers: {
         ...options.headers,
-        ...(body === undefined ? {} : { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) })
+        ...(body === undefined
+          ? {}
+          : { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) })
       },
       timeout: options.timeoutMs ?? 15_000
     })
@@ -41,16 +43,20 @@ export const send = (url: string, options: RequestOptions = {}): Promise<Outcome
       resolve(outcome)
     }
     req.on("timeout", () => req.destroy(new Error(`no answer within ${options.timeoutMs ?? 15_000} ms`)))
-    req.on("error", (error: NodeJS.ErrnoException) => settle({ status: 0, error: `${error.code ?? ""} ${error.message}`.trim() }))
+    req.on("error", (error: NodeJS.ErrnoException) =>
+      settle({ status: 0, error: `${error.code ?? ""} ${error.message}`.trim() }))
     req.on("response", (response) => {
       let text = ""
       response.setEncoding("utf8")
       response.on("data", (chunk: string) => (text += chunk))
-      response.on("error", (error: NodeJS.ErrnoException) => settle({ status: 0, error: `${error.code ?? ""} ${error.message}`.trim() }))
+      response.on("error", (error: NodeJS.ErrnoException) =>
+        settle({ status: 0, error: `${error.code ?? ""} ${error.message}`.trim() }))
       response.on("end", () => {
         const headers: Record<string, string> = {}
         for (const [name, value] of Object.entries(response.headers)) {
-          if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(", ") : value
+          if (value !== undefined) {
+            headers[name] = Array.isArray(value) ? value.join(", ") : value
+          }
         }
         settle({ status: response.statusCode ?? 0, headers, text })
       })
@@ -59,7 +65,11 @@ export const send = (url: string, options: RequestOptions = {}): Promise<Outcome
   })
 
 /** `count` calls of `make`, at most `concurrency` at a time; the outcomes in call order. */
-export const burst = async <A>(count: number, concurrency: number, make: (index: number) => Promise<A>): Promise<Array<A>> => {
+export const burst = async <A>(
+  count: number,
+  concurrency: number,
+  make: (index: number) => Promise<A>
+): Promise<Array<A>> => {
   const results: Array<A> = new Array(count)
   let next = 0
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
@@ -137,7 +147,9 @@ export const steadyLoad = (options: {
       answered++
       const status = String(outcome.status)
       byStatus[status] = (byStatus[status] ?? 0) + 1
-      if (write && outcome.status === 201 && "text" in outcome) created.push((JSON.parse(outcome.text) as { id: number }).id)
+      if (write && outcome.status === 201 && "text" in outcome) {
+        created.push((JSON.parse(outcome.text) as { id: number }).id)
+      }
       if (outcome.status < 200 || outcome.status > 299) {
         failed++
         if (failures.length < 50) {
@@ -161,7 +173,14 @@ export const steadyLoad = (options: {
         stopping = true
         await running
         agent.destroy()
-        return { requests: answered, byStatus: { ...byStatus }, created, failures, failed, durationMs: Date.now() - startedAt }
+        return {
+          requests: answered,
+          byStatus: { ...byStatus },
+          created,
+          failures,
+          failed,
+          durationMs: Date.now() - startedAt
+        }
       })()
   }
 }

@@ -5,12 +5,20 @@
  */
 /** @import { Response } from "k6/http" */
 
-export const PET_STATUSES = ["available", "pending", "sold"];
-export const ORDER_STATUSES = ["placed", "delivered", "cancelled"];
+export const PET_STATUSES = ["available", "pending", "sold"]
+export const ORDER_STATUSES = ["placed", "delivered", "cancelled"]
 /** Every event type (README "Events and webhooks"). */
-export const EVENT_TYPES = ["pet.created", "pet.updated", "pet.deleted", "order.placed", "order.cancelled", "order.delivered", "webhook.test"];
+export const EVENT_TYPES = [
+  "pet.created",
+  "pet.updated",
+  "pet.deleted",
+  "order.placed",
+  "order.cancelled",
+  "order.delivered",
+  "webhook.test"
+]
 /** A key may register this many webhook endpoints (the contract's MAX_WEBHOOK_ENDPOINTS). */
-export const MAX_WEBHOOK_ENDPOINTS = 10;
+export const MAX_WEBHOOK_ENDPOINTS = 10
 
 /**
  * @param {string} key an API key
@@ -18,7 +26,7 @@ export const MAX_WEBHOOK_ENDPOINTS = 10;
  * @returns {Record<string, string>}
  */
 export function authHeaders(key, extra) {
-  return Object.assign({ Authorization: `Bearer ${key}` }, extra);
+  return Object.assign({ Authorization: `Bearer ${key}` }, extra)
 }
 
 /**
@@ -26,7 +34,7 @@ export function authHeaders(key, extra) {
  * @returns {Record<string, string>} the headers of a JSON request body
  */
 export function jsonHeaders(key) {
-  return authHeaders(key, { "Content-Type": "application/json" });
+  return authHeaders(key, { "Content-Type": "application/json" })
 }
 
 /**
@@ -36,11 +44,11 @@ export function jsonHeaders(key) {
  * @returns {string | undefined}
  */
 export function header(res, name) {
-  const wanted = name.toLowerCase();
+  const wanted = name.toLowerCase()
   for (const key of Object.keys(res.headers)) {
-    if (key.toLowerCase() === wanted) return res.headers[key];
+    if (key.toLowerCase() === wanted) return res.headers[key]
   }
-  return undefined;
+  return undefined
 }
 
 /**
@@ -48,7 +56,7 @@ export function header(res, name) {
  * @returns {value is Record<string, unknown>}
  */
 export function isRecord(value) {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+  return typeof value === "object" && value !== null && !Array.isArray(value)
 }
 
 /**
@@ -57,11 +65,11 @@ export function isRecord(value) {
  * @returns {unknown}
  */
 export function bodyJson(res) {
-  if (typeof res.body !== "string" || res.body === "") return undefined;
+  if (typeof res.body !== "string" || res.body === "") return undefined
   try {
-    return JSON.parse(res.body);
+    return JSON.parse(res.body)
   } catch (_notJson) {
-    return undefined;
+    return undefined
   }
 }
 
@@ -70,7 +78,7 @@ export function bodyJson(res) {
  * @returns {boolean} whether value is a positive safe integer
  */
 export function isId(value) {
-  return typeof value === "number" && Number.isSafeInteger(value) && value >= 1;
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 1
 }
 
 /**
@@ -79,11 +87,11 @@ export function isId(value) {
  * @returns {boolean}
  */
 export function isPet(value) {
-  if (!isRecord(value)) return false;
-  const allowed = ["id", "name", "categoryId", "status"];
+  if (!isRecord(value)) return false
+  const allowed = ["id", "name", "categoryId", "status"]
   return isId(value.id) && typeof value.name === "string" && value.name.length >= 1 && isId(value.categoryId) &&
     typeof value.status === "string" && PET_STATUSES.indexOf(value.status) >= 0 &&
-    Object.keys(value).every((field) => allowed.indexOf(field) >= 0);
+    Object.keys(value).every((field) => allowed.indexOf(field) >= 0)
 }
 
 /**
@@ -91,7 +99,7 @@ export function isPet(value) {
  * @returns {boolean} whether value is a JSON array of Pets
  */
 export function isPetArray(value) {
-  return Array.isArray(value) && value.every(isPet);
+  return Array.isArray(value) && value.every(isPet)
 }
 
 /**
@@ -99,7 +107,8 @@ export function isPetArray(value) {
  * @returns {boolean} whether value is an ISO 8601 UTC time with milliseconds, as the store writes them
  */
 export function isTimestamp(value) {
-  return typeof value === "string" && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value) && isFinite(Date.parse(value));
+  return typeof value === "string" && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value) &&
+    isFinite(Date.parse(value))
 }
 
 /**
@@ -109,12 +118,12 @@ export function isTimestamp(value) {
  * @returns {boolean}
  */
 export function isOrder(value) {
-  if (!isRecord(value)) return false;
-  const allowed = ["id", "petId", "status", "placedAt", "updatedAt"];
+  if (!isRecord(value)) return false
+  const allowed = ["id", "petId", "status", "placedAt", "updatedAt"]
   return isId(value.id) && isId(value.petId) && typeof value.status === "string" &&
     ORDER_STATUSES.indexOf(value.status) >= 0 && isTimestamp(value.placedAt) && isTimestamp(value.updatedAt) &&
     Date.parse(String(value.updatedAt)) >= Date.parse(String(value.placedAt)) &&
-    Object.keys(value).every((field) => allowed.indexOf(field) >= 0);
+    Object.keys(value).every((field) => allowed.indexOf(field) >= 0)
 }
 
 /**
@@ -123,7 +132,7 @@ export function isOrder(value) {
  * @returns {boolean} whether value is an object with no field outside `allowed`
  */
 function onlyFields(value, allowed) {
-  return isRecord(value) && Object.keys(value).every((field) => allowed.indexOf(field) >= 0);
+  return isRecord(value) && Object.keys(value).every((field) => allowed.indexOf(field) >= 0)
 }
 
 /**
@@ -133,14 +142,18 @@ function onlyFields(value, allowed) {
  * @returns {boolean}
  */
 export function isEvent(value) {
-  if (!isRecord(value) || !onlyFields(value, ["id", "type", "timestamp", "data"])) return false;
-  if (typeof value.id !== "string" || !/^evt_[0-9a-f]{32}$/.test(value.id) || !isTimestamp(value.timestamp)) return false;
-  const type = value.type;
-  if (typeof type !== "string" || EVENT_TYPES.indexOf(type) < 0) return false;
-  if (type.indexOf("pet.") === 0) return isPet(value.data);
-  if (type.indexOf("order.") === 0) return isOrder(value.data) && isRecord(value.data) && type === `order.${String(value.data.status)}`;
+  if (!isRecord(value) || !onlyFields(value, ["id", "type", "timestamp", "data"])) return false
+  if (typeof value.id !== "string" || !/^evt_[0-9a-f]{32}$/.test(value.id) || !isTimestamp(value.timestamp)) {
+    return false
+  }
+  const type = value.type
+  if (typeof type !== "string" || EVENT_TYPES.indexOf(type) < 0) return false
+  if (type.indexOf("pet.") === 0) return isPet(value.data)
+  if (type.indexOf("order.") === 0) {
+    return isOrder(value.data) && isRecord(value.data) && type === `order.${String(value.data.status)}`
+  }
   return onlyFields(value.data, ["endpointId", "message"]) && isRecord(value.data) &&
-    typeof value.data.endpointId === "string" && typeof value.data.message === "string";
+    typeof value.data.endpointId === "string" && typeof value.data.message === "string"
 }
 
 /**
@@ -152,15 +165,15 @@ export function isEvent(value) {
  * @returns {boolean}
  */
 export function isWebhookEndpoint(value, created) {
-  const allowed = ["id", "url", "description", "eventTypes", "enabled", "disabledReason", "createdAt", "updatedAt"];
-  if (!isRecord(value) || !onlyFields(value, created ? allowed.concat(["secret"]) : allowed)) return false;
-  if (created ? !isWebhookSecret(value.secret) : value.secret !== undefined) return false;
+  const allowed = ["id", "url", "description", "eventTypes", "enabled", "disabledReason", "createdAt", "updatedAt"]
+  if (!isRecord(value) || !onlyFields(value, created ? allowed.concat(["secret"]) : allowed)) return false
+  if (created ? !isWebhookSecret(value.secret) : value.secret !== undefined) return false
   return typeof value.id === "string" && /^ep_[0-9a-f]{32}$/.test(value.id) && typeof value.url === "string" &&
     typeof value.description === "string" && Array.isArray(value.eventTypes) &&
     value.eventTypes.every((type) => EVENT_TYPES.indexOf(type) >= 0) && typeof value.enabled === "boolean" &&
     (value.disabledReason === null || typeof value.disabledReason === "string") &&
     isTimestamp(value.createdAt) && isTimestamp(value.updatedAt) &&
-    Date.parse(String(value.updatedAt)) >= Date.parse(String(value.createdAt));
+    Date.parse(String(value.updatedAt)) >= Date.parse(String(value.createdAt))
 }
 
 /**
@@ -168,7 +181,7 @@ export function isWebhookEndpoint(value, created) {
  * @returns {boolean} whether value is a signing secret: `whsec_` and 24 bytes in base64
  */
 export function isWebhookSecret(value) {
-  return typeof value === "string" && /^whsec_[A-Za-z0-9+/]{32}$/.test(value);
+  return typeof value === "string" && /^whsec_[A-Za-z0-9+/]{32}$/.test(value)
 }
 
 /**
@@ -177,15 +190,27 @@ export function isWebhookSecret(value) {
  * @returns {boolean}
  */
 export function isWebhookAttempt(value) {
-  if (!isRecord(value) || !onlyFields(value, ["eventId", "attempt", "attemptedAt", "outcome", "statusCode", "latencyMs", "error", "nextAttemptAt"])) {
-    return false;
+  if (
+    !isRecord(value) ||
+    !onlyFields(value, [
+      "eventId",
+      "attempt",
+      "attemptedAt",
+      "outcome",
+      "statusCode",
+      "latencyMs",
+      "error",
+      "nextAttemptAt"
+    ])
+  ) {
+    return false
   }
   return typeof value.eventId === "string" && /^evt_[0-9a-f]{32}$/.test(value.eventId) && isId(value.attempt) &&
     isTimestamp(value.attemptedAt) && (value.outcome === "succeeded" || value.outcome === "failed") &&
     (value.statusCode === null || (typeof value.statusCode === "number" && Number.isInteger(value.statusCode))) &&
     typeof value.latencyMs === "number" && Number.isInteger(value.latencyMs) && value.latencyMs >= 0 &&
     (value.error === null || typeof value.error === "string") &&
-    (value.nextAttemptAt === null || isTimestamp(value.nextAttemptAt));
+    (value.nextAttemptAt === null || isTimestamp(value.nextAttemptAt))
 }
 
 /**
@@ -196,19 +221,21 @@ export function isWebhookAttempt(value) {
  * @returns {boolean}
  */
 export function isErrorBody(res, code) {
-  const body = bodyJson(res);
-  if (!isRecord(body)) return false;
-  const allowed = res.status === 400 ? ["code", "message", "status", "details"] : ["code", "message", "status"];
-  if (!Object.keys(body).every((field) => allowed.indexOf(field) >= 0)) return false;
-  if (typeof body.code !== "string" || typeof body.message !== "string" || body.message === "") return false;
-  if (body.status !== res.status) return false;
-  if (code !== undefined && body.code !== code) return false;
+  const body = bodyJson(res)
+  if (!isRecord(body)) return false
+  const allowed = res.status === 400 ? ["code", "message", "status", "details"] : ["code", "message", "status"]
+  if (!Object.keys(body).every((field) => allowed.indexOf(field) >= 0)) return false
+  if (typeof body.code !== "string" || typeof body.message !== "string" || body.message === "") return false
+  if (body.status !== res.status) return false
+  if (code !== undefined && body.code !== code) return false
   if (res.status === 400) {
-    const details = body.details;
-    if (!Array.isArray(details) || details.length === 0) return false;
-    return details.every((detail) => isRecord(detail) && typeof detail.path === "string" && typeof detail.message === "string");
+    const details = body.details
+    if (!Array.isArray(details) || details.length === 0) return false
+    return details.every((detail) =>
+      isRecord(detail) && typeof detail.path === "string" && typeof detail.message === "string"
+    )
   }
-  return true;
+  return true
 }
 
 /**
@@ -217,14 +244,14 @@ export function isErrorBody(res, code) {
  * @returns {string[]}
  */
 export function detailPaths(res) {
-  const body = bodyJson(res);
-  if (!isRecord(body) || !Array.isArray(body.details)) return [];
+  const body = bodyJson(res)
+  if (!isRecord(body) || !Array.isArray(body.details)) return []
   /** @type {string[]} */
-  const paths = [];
+  const paths = []
   for (const detail of body.details) {
-    if (isRecord(detail) && typeof detail.path === "string") paths.push(detail.path);
+    if (isRecord(detail) && typeof detail.path === "string") paths.push(detail.path)
   }
-  return paths;
+  return paths
 }
 
 /**
@@ -232,13 +259,13 @@ export function detailPaths(res) {
  * @returns {string | undefined} the `rel="next"` target of the Link header
  */
 export function nextLink(res) {
-  const link = header(res, "Link");
-  if (link === undefined) return undefined;
+  const link = header(res, "Link")
+  if (link === undefined) return undefined
   for (const part of link.split(",")) {
-    const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(part);
-    if (match !== null && /(^|;)\s*rel="?next"?\s*(;|$)/.test(match[2] || "")) return match[1];
+    const match = /^\s*<([^>]*)>\s*;(.*)$/.exec(part)
+    if (match !== null && /(^|;)\s*rel="?next"?\s*(;|$)/.test(match[2] || "")) return match[1]
   }
-  return undefined;
+  return undefined
 }
 
 /**
@@ -246,7 +273,7 @@ export function nextLink(res) {
  * @returns {number | undefined} the whole number the text spells in decimal digits
  */
 export function wholeNumber(text) {
-  return text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined;
+  return text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined
 }
 
 /**
@@ -265,21 +292,21 @@ export function wholeNumber(text) {
  */
 function parseStructuredList(text) {
   /** @type {Record<string, Record<string, number>>} */
-  const items = {};
-  if (text === undefined) return items;
+  const items = {}
+  if (text === undefined) return items
   for (const item of text.split(",")) {
-    const [name, ...params] = item.trim().split(";");
-    if (name === undefined || name === "") continue;
+    const [name, ...params] = item.trim().split(";")
+    if (name === undefined || name === "") continue
     /** @type {Record<string, number>} */
-    const values = {};
+    const values = {}
     for (const param of params) {
-      const [key, value] = param.trim().split("=");
-      const number = wholeNumber(value);
-      if (key !== undefined && number !== undefined) values[key] = number;
+      const [key, value] = param.trim().split("=")
+      const number = wholeNumber(value)
+      if (key !== undefined && number !== undefined) values[key] = number
     }
-    items[name.replace(/^"|"$/g, "")] = values;
+    items[name.replace(/^"|"$/g, "")] = values
   }
-  return items;
+  return items
 }
 
 /**
@@ -288,18 +315,20 @@ function parseStructuredList(text) {
  */
 export function rateLimitInfo(res) {
   /** @type {Record<string, { q: number, w: number }>} */
-  const policy = {};
-  const policies = parseStructuredList(header(res, "RateLimit-Policy"));
+  const policy = {}
+  const policies = parseStructuredList(header(res, "RateLimit-Policy"))
   for (const name of Object.keys(policies)) {
-    const entry = policies[name];
-    if (entry !== undefined && entry.q !== undefined && entry.w !== undefined) policy[name] = { q: entry.q, w: entry.w };
+    const entry = policies[name]
+    if (entry !== undefined && entry.q !== undefined && entry.w !== undefined) policy[name] = { q: entry.q, w: entry.w }
   }
   /** @type {Record<string, { r: number, t: number }>} */
-  const windows = {};
-  const states = parseStructuredList(header(res, "RateLimit"));
+  const windows = {}
+  const states = parseStructuredList(header(res, "RateLimit"))
   for (const name of Object.keys(states)) {
-    const entry = states[name];
-    if (entry !== undefined && entry.r !== undefined && entry.t !== undefined) windows[name] = { r: entry.r, t: entry.t };
+    const entry = states[name]
+    if (entry !== undefined && entry.r !== undefined && entry.t !== undefined) {
+      windows[name] = { r: entry.r, t: entry.t }
+    }
   }
   return {
     limit: wholeNumber(header(res, "X-RateLimit-Limit")),
@@ -307,7 +336,7 @@ export function rateLimitInfo(res) {
     reset: wholeNumber(header(res, "X-RateLimit-Reset")),
     policy,
     windows
-  };
+  }
 }
 
 /**
@@ -318,7 +347,7 @@ export function rateLimitInfo(res) {
  * @returns {number}
  */
 function dateSlack(res) {
-  return Math.max(1, Math.ceil(res.timings.duration / 1000));
+  return Math.max(1, Math.ceil(res.timings.duration / 1000))
 }
 
 /**
@@ -331,31 +360,31 @@ function dateSlack(res) {
  * @returns {boolean}
  */
 export function rateLimitHeadersConsistent(res, plan) {
-  const info = rateLimitInfo(res);
-  if (info.limit === undefined || info.remaining === undefined || info.reset === undefined) return false;
-  const minute = info.policy.minute;
-  const minuteState = info.windows.minute;
-  if (minute === undefined || minute.w !== 60 || minuteState === undefined) return false;
-  if (minuteState.r > minute.q || minuteState.t > 60) return false;
-  const day = info.policy.day;
-  const dayState = info.windows.day;
+  const info = rateLimitInfo(res)
+  if (info.limit === undefined || info.remaining === undefined || info.reset === undefined) return false
+  const minute = info.policy.minute
+  const minuteState = info.windows.minute
+  if (minute === undefined || minute.w !== 60 || minuteState === undefined) return false
+  if (minuteState.r > minute.q || minuteState.t > 60) return false
+  const day = info.policy.day
+  const dayState = info.windows.day
   /** @type {{ q: number, r: number, t: number, length: number }} */
-  let binding = { q: minute.q, r: minuteState.r, t: minuteState.t, length: 60 };
+  let binding = { q: minute.q, r: minuteState.r, t: minuteState.t, length: 60 }
   if (plan !== undefined) {
-    if (minute.q !== plan.perMinute || day === undefined || day.q !== plan.perDay || day.w !== 86400) return false;
-    if (dayState === undefined || dayState.r > day.q || dayState.t > 86400) return false;
-    if (dayState.r < minuteState.r) binding = { q: day.q, r: dayState.r, t: dayState.t, length: 86400 };
+    if (minute.q !== plan.perMinute || day === undefined || day.q !== plan.perDay || day.w !== 86400) return false
+    if (dayState === undefined || dayState.r > day.q || dayState.t > 86400) return false
+    if (dayState.r < minuteState.r) binding = { q: day.q, r: dayState.r, t: dayState.t, length: 86400 }
   } else if (day !== undefined || dayState !== undefined) {
     // Requests without a valid key are limited per address, per minute only.
-    return false;
+    return false
   }
-  if (info.limit !== binding.q || info.remaining !== binding.r || info.reset % binding.length !== 0) return false;
-  const date = header(res, "Date");
+  if (info.limit !== binding.q || info.remaining !== binding.r || info.reset % binding.length !== 0) return false
+  const date = header(res, "Date")
   if (date !== undefined) {
-    const now = Math.floor(Date.parse(date) / 1000);
-    if (isFinite(now) && Math.abs(info.reset - now - binding.t) > dateSlack(res)) return false;
+    const now = Math.floor(Date.parse(date) / 1000)
+    if (isFinite(now) && Math.abs(info.reset - now - binding.t) > dateSlack(res)) return false
   }
-  return true;
+  return true
 }
 
 /**
@@ -364,8 +393,8 @@ export function rateLimitHeadersConsistent(res, plan) {
  * @returns {number | undefined}
  */
 export function retryAfterSeconds(res) {
-  const seconds = wholeNumber(header(res, "Retry-After"));
-  return seconds !== undefined && seconds >= 1 ? seconds : undefined;
+  const seconds = wholeNumber(header(res, "Retry-After"))
+  return seconds !== undefined && seconds >= 1 ? seconds : undefined
 }
 
 /**
@@ -376,16 +405,16 @@ export function retryAfterSeconds(res) {
  * @returns {boolean}
  */
 export function minuteLimitedConsistent(res) {
-  const retryAfter = retryAfterSeconds(res);
-  const info = rateLimitInfo(res);
-  const minute = info.windows.minute;
-  if (retryAfter === undefined || minute === undefined || info.reset === undefined) return false;
-  if (!isErrorBody(res, "rate_limited") || retryAfter > 60) return false;
-  if (minute.r !== 0 || info.remaining !== 0 || retryAfter !== Math.max(1, minute.t)) return false;
-  const date = header(res, "Date");
+  const retryAfter = retryAfterSeconds(res)
+  const info = rateLimitInfo(res)
+  const minute = info.windows.minute
+  if (retryAfter === undefined || minute === undefined || info.reset === undefined) return false
+  if (!isErrorBody(res, "rate_limited") || retryAfter > 60) return false
+  if (minute.r !== 0 || info.remaining !== 0 || retryAfter !== Math.max(1, minute.t)) return false
+  const date = header(res, "Date")
   if (date !== undefined) {
-    const now = Math.floor(Date.parse(date) / 1000);
-    if (isFinite(now) && Math.abs(info.reset - now - retryAfter) > dateSlack(res)) return false;
+    const now = Math.floor(Date.parse(date) / 1000)
+    if (isFinite(now) && Math.abs(info.reset - now - retryAfter) > dateSlack(res)) return false
   }
-  return true;
+  return true
 }

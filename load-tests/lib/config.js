@@ -9,7 +9,7 @@ export const PLANS = {
   free: { perMinute: 60, perDay: 1000 },
   pro: { perMinute: 300, perDay: 10000 },
   business: { perMinute: 1000, perDay: 100000 }
-};
+}
 
 /** @typedef {keyof typeof PLANS} PlanName */
 
@@ -18,8 +18,8 @@ export const PLANS = {
  * @returns {string | undefined} the variable's value, or undefined when unset or blank
  */
 export function envString(name) {
-  const value = __ENV[name];
-  return value === undefined || value.trim() === "" ? undefined : value.trim();
+  const value = __ENV[name]
+  return value === undefined || value.trim() === "" ? undefined : value.trim()
 }
 
 /**
@@ -27,9 +27,9 @@ export function envString(name) {
  * @returns {string}
  */
 export function requireEnv(name) {
-  const value = envString(name);
-  if (value === undefined) throw new Error(`${name} is required (see load-tests/README.md)`);
-  return value;
+  const value = envString(name)
+  if (value === undefined) throw new Error(`${name} is required (see load-tests/README.md)`)
+  return value
 }
 
 /**
@@ -38,11 +38,11 @@ export function requireEnv(name) {
  * @returns {number}
  */
 export function envNumber(name, fallback) {
-  const raw = envString(name);
-  if (raw === undefined) return fallback;
-  const value = Number(raw);
-  if (!isFinite(value)) throw new Error(`${name} must be a number, got ${JSON.stringify(raw)}`);
-  return value;
+  const raw = envString(name)
+  if (raw === undefined) return fallback
+  const value = Number(raw)
+  if (!isFinite(value)) throw new Error(`${name} must be a number, got ${JSON.stringify(raw)}`)
+  return value
 }
 
 /**
@@ -51,9 +51,9 @@ export function envNumber(name, fallback) {
  * @returns {number} a whole number ≥ 1
  */
 export function envPositiveInt(name, fallback) {
-  const value = envNumber(name, fallback);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number ≥ 1, got ${value}`);
-  return value;
+  const value = envNumber(name, fallback)
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number ≥ 1, got ${value}`)
+  return value
 }
 
 /**
@@ -62,20 +62,20 @@ export function envPositiveInt(name, fallback) {
  * @returns {number | undefined} seconds, or undefined when the text is no duration
  */
 export function parseDuration(text) {
-  if (/^\d+(\.\d+)?$/.test(text)) return Number(text);
-  const re = /(\d+(?:\.\d+)?)(ms|h|m|s)/g;
-  let seconds = 0;
-  let consumed = 0;
-  let match = re.exec(text);
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text)
+  const re = /(\d+(?:\.\d+)?)(ms|h|m|s)/g
+  let seconds = 0
+  let consumed = 0
+  let match = re.exec(text)
   while (match !== null) {
-    if (match.index !== consumed) return undefined;
-    const amount = Number(match[1]);
-    const unit = match[2];
-    seconds += unit === "h" ? amount * 3600 : unit === "m" ? amount * 60 : unit === "s" ? amount : amount / 1000;
-    consumed = re.lastIndex;
-    match = re.exec(text);
+    if (match.index !== consumed) return undefined
+    const amount = Number(match[1])
+    const unit = match[2]
+    seconds += unit === "h" ? amount * 3600 : unit === "m" ? amount * 60 : unit === "s" ? amount : amount / 1000
+    consumed = re.lastIndex
+    match = re.exec(text)
   }
-  return consumed === text.length && consumed > 0 ? seconds : undefined;
+  return consumed === text.length && consumed > 0 ? seconds : undefined
 }
 
 /**
@@ -84,19 +84,23 @@ export function parseDuration(text) {
  * @returns {{ text: string, seconds: number }} the duration as k6 takes it (`text`) and in seconds
  */
 export function envDuration(name, fallback) {
-  const raw = envString(name) || fallback;
-  const seconds = parseDuration(raw);
-  if (seconds === undefined) throw new Error(`${name} must be a duration such as 90s, 5m or 1h30m, got ${JSON.stringify(raw)}`);
+  const raw = envString(name) || fallback
+  const seconds = parseDuration(raw)
+  if (seconds === undefined) {
+    throw new Error(`${name} must be a duration such as 90s, 5m or 1h30m, got ${JSON.stringify(raw)}`)
+  }
   // k6 wants a unit; a bare number means seconds here.
-  return { text: /^\d+(\.\d+)?$/.test(raw) ? `${raw}s` : raw, seconds };
+  return { text: /^\d+(\.\d+)?$/.test(raw) ? `${raw}s` : raw, seconds }
 }
 
 /** @returns {string} BASE_URL without a trailing slash: the address of the API, `/v1` included. */
 export function baseUrl() {
-  const url = (envString("BASE_URL") || "http://localhost:8080/v1").replace(/\/+$/, "");
-  if (!/^https?:\/\//.test(url)) throw new Error(`BASE_URL must start with http:// or https://, got ${JSON.stringify(url)}`);
-  if (!/\/v1$/.test(url)) throw new Error(`BASE_URL must end in the version segment /v1, got ${JSON.stringify(url)}`);
-  return url;
+  const url = (envString("BASE_URL") || "http://localhost:8080/v1").replace(/\/+$/, "")
+  if (!/^https?:\/\//.test(url)) {
+    throw new Error(`BASE_URL must start with http:// or https://, got ${JSON.stringify(url)}`)
+  }
+  if (!/\/v1$/.test(url)) throw new Error(`BASE_URL must end in the version segment /v1, got ${JSON.stringify(url)}`)
+  return url
 }
 
 /**
@@ -104,14 +108,14 @@ export function baseUrl() {
  * @returns {string} the address the health endpoints hang off: BASE_URL without its `/v1`
  */
 export function originOf(url) {
-  return url.replace(/\/v1$/, "");
+  return url.replace(/\/v1$/, "")
 }
 
 /** @returns {string[]} the keys of API_KEYS (comma-separated), at least one */
 export function apiKeys() {
-  const keys = requireEnv("API_KEYS").split(",").map((key) => key.trim()).filter((key) => key !== "");
-  if (keys.length === 0) throw new Error("API_KEYS must hold at least one key");
-  return keys;
+  const keys = requireEnv("API_KEYS").split(",").map((key) => key.trim()).filter((key) => key !== "")
+  if (keys.length === 0) throw new Error("API_KEYS must hold at least one key")
+  return keys
 }
 
 /**
@@ -119,13 +123,17 @@ export function apiKeys() {
  * @returns {{ list: number, create: number, get: number }}
  */
 export function trafficMix() {
-  const raw = envString("MIX") || "80,15,5";
-  const parts = raw.split(",").map((part) => Number(part.trim()));
-  const [list, create, get] = parts;
-  if (parts.length !== 3 || list === undefined || create === undefined || get === undefined ||
-    parts.some((part) => !isFinite(part) || part < 0) || list + create + get <= 0) {
-    throw new Error(`MIX must be three non-negative weights list,create,get such as 80,15,5, got ${JSON.stringify(raw)}`);
+  const raw = envString("MIX") || "80,15,5"
+  const parts = raw.split(",").map((part) => Number(part.trim()))
+  const [list, create, get] = parts
+  if (
+    parts.length !== 3 || list === undefined || create === undefined || get === undefined ||
+    parts.some((part) => !isFinite(part) || part < 0) || list + create + get <= 0
+  ) {
+    throw new Error(
+      `MIX must be three non-negative weights list,create,get such as 80,15,5, got ${JSON.stringify(raw)}`
+    )
   }
-  const total = list + create + get;
-  return { list: list / total, create: create / total, get: get / total };
+  const total = list + create + get
+  return { list: list / total, create: create / total, get: get / total }
 }

@@ -8,19 +8,31 @@
  *
  * Also the requests of the flows (adoption.js, events.js): one step each, tagged, counted and timed alike.
  */
-import http from "k6/http";
-import exec from "k6/execution";
-import { check, sleep } from "k6";
-import { Counter, Rate, Trend } from "k6/metrics";
-import { PET_STATUSES, authHeaders, bodyJson, header, isId, isPet, isPetArray, isRecord, jsonHeaders, nextLink, retryAfterSeconds } from "./api.js";
+import http from "k6/http"
+import exec from "k6/execution"
+import { check, sleep } from "k6"
+import { Counter, Rate, Trend } from "k6/metrics"
+import {
+  PET_STATUSES,
+  authHeaders,
+  bodyJson,
+  header,
+  isId,
+  isPet,
+  isPetArray,
+  isRecord,
+  jsonHeaders,
+  nextLink,
+  retryAfterSeconds
+} from "./api.js"
 /** @import { Response } from "k6/http" */
 
 /** Duration of every answered request that was not a 429: the latency the thresholds judge. */
-export const servedDuration = new Trend("served_req_duration", true);
+export const servedDuration = new Trend("served_req_duration", true)
 /** Share of iterations refused for quota: a 429, or no key of API_KEYS left with quota for this VU. */
-export const rateLimited = new Rate("rate_limited");
+export const rateLimited = new Rate("rate_limited")
 /** Iterations that sent nothing because every key was waiting out a Retry-After in this VU. */
-export const throttledByClient = new Counter("client_throttled");
+export const throttledByClient = new Counter("client_throttled")
 
 /** Per-VU state: k6 gives every VU its own copy of the modules. */
 const state = {
@@ -30,7 +42,7 @@ const state = {
   next: undefined,
   /** @type {Record<number, number>} key index → Unix ms until which the key is rate limited */
   limitedUntil: {}
-};
+}
 
 /**
  * The key for this iteration: round-robin over all iterations of the scenario, skipping keys this VU saw
@@ -39,14 +51,14 @@ const state = {
  * @returns {number | undefined} an index into keys
  */
 export function pickKey(keys) {
-  const now = Date.now();
-  const first = exec.scenario.iterationInTest % keys.length;
+  const now = Date.now()
+  const first = exec.scenario.iterationInTest % keys.length
   for (let step = 0; step < keys.length; step++) {
-    const index = (first + step) % keys.length;
-    const until = state.limitedUntil[index];
-    if (until === undefined || until <= now) return index;
+    const index = (first + step) % keys.length
+    const until = state.limitedUntil[index]
+    if (until === undefined || until <= now) return index
   }
-  return undefined;
+  return undefined
 }
 
 /**
@@ -55,7 +67,7 @@ export function pickKey(keys) {
  * @param {Response} res the 429
  */
 export function holdKey(keyIndex, res) {
-  state.limitedUntil[keyIndex] = Date.now() + (retryAfterSeconds(res) || 1) * 1000;
+  state.limitedUntil[keyIndex] = Date.now() + (retryAfterSeconds(res) || 1) * 1000
 }
 
 /**
@@ -77,16 +89,16 @@ export function holdKey(keyIndex, res) {
  * @returns {Response}
  */
 export function flowRequest(request) {
-  const body = request.body === undefined || request.body === null ? null : JSON.stringify(request.body);
-  const url = /^https?:\/\//.test(request.path) ? request.path : request.baseUrl + request.path;
+  const body = request.body === undefined || request.body === null ? null : JSON.stringify(request.body)
+  const url = /^https?:\/\//.test(request.path) ? request.path : request.baseUrl + request.path
   const res = http.request(request.method, url, body, {
     headers: body === null ? authHeaders(request.key) : jsonHeaders(request.key),
     responseCallback: request.expect,
     tags: { op: request.op, name: request.name }
-  });
-  rateLimited.add(res.status === 429, { op: request.op });
-  if (res.status !== 429 && res.status !== 0) servedDuration.add(res.timings.duration, { op: request.op });
-  return res;
+  })
+  rateLimited.add(res.status === 429, { op: request.op })
+  if (res.status !== 429 && res.status !== 0) servedDuration.add(res.timings.duration, { op: request.op })
+  return res
 }
 
 /**
@@ -100,13 +112,13 @@ export function flowRequest(request) {
  * @returns {Response} the last answer: a 429 only when every retry was refused too
  */
 export function flowRequestHonouringRetryAfter(request, retries, keyIndex) {
-  let res = flowRequest(request);
+  let res = flowRequest(request)
   for (let retry = 0; retry < retries && res.status === 429; retry++) {
-    if (keyIndex !== undefined) holdKey(keyIndex, res);
-    sleep(retryAfterSeconds(res) || 1);
-    res = flowRequest(request);
+    if (keyIndex !== undefined) holdKey(keyIndex, res)
+    sleep(retryAfterSeconds(res) || 1)
+    res = flowRequest(request)
   }
-  return res;
+  return res
 }
 
 /**
@@ -114,8 +126,8 @@ export function flowRequestHonouringRetryAfter(request, retries, keyIndex) {
  * @returns {number | undefined}
  */
 function somePetId(seedIds) {
-  const pool = state.ids.length > 0 && (seedIds.length === 0 || Math.random() < 0.5) ? state.ids : seedIds;
-  return pool.length === 0 ? undefined : pool[Math.floor(Math.random() * pool.length)];
+  const pool = state.ids.length > 0 && (seedIds.length === 0 || Math.random() < 0.5) ? state.ids : seedIds
+  return pool.length === 0 ? undefined : pool[Math.floor(Math.random() * pool.length)]
 }
 
 /**
@@ -133,76 +145,76 @@ function somePetId(seedIds) {
  * @returns {Response | undefined} the response, or undefined when every key was waiting out a Retry-After
  */
 export function mixedIteration(options) {
-  const extraTags = options.tags || {};
-  const keyIndex = pickKey(options.keys);
-  const roll = Math.random();
-  const op = roll < options.mix.list ? "list" : roll < options.mix.list + options.mix.create ? "create" : "get";
+  const extraTags = options.tags || {}
+  const keyIndex = pickKey(options.keys)
+  const roll = Math.random()
+  const op = roll < options.mix.list ? "list" : roll < options.mix.list + options.mix.create ? "create" : "get"
   if (keyIndex === undefined) {
-    throttledByClient.add(1, Object.assign({ op }, extraTags));
-    rateLimited.add(true, Object.assign({ op }, extraTags));
-    return undefined;
+    throttledByClient.add(1, Object.assign({ op }, extraTags))
+    rateLimited.add(true, Object.assign({ op }, extraTags))
+    return undefined
   }
-  const key = options.keys[keyIndex] || "";
+  const key = options.keys[keyIndex] || ""
 
   /** @type {Response} */
-  let res;
+  let res
   if (op === "list") {
-    const follow = state.next !== undefined && Math.random() < 0.5;
-    const status = PET_STATUSES[Math.floor(Math.random() * PET_STATUSES.length)] || "available";
+    const follow = state.next !== undefined && Math.random() < 0.5
+    const status = PET_STATUSES[Math.floor(Math.random() * PET_STATUSES.length)] || "available"
     const url = follow && state.next !== undefined
       ? state.next
-      : `${options.baseUrl}/pets?limit=20${Math.random() < 1 / 3 ? `&status=${status}` : ""}`;
+      : `${options.baseUrl}/pets?limit=20${Math.random() < 1 / 3 ? `&status=${status}` : ""}`
     res = http.get(url, {
       headers: authHeaders(key),
       tags: Object.assign({ op, name: follow ? "GET /v1/pets?cursor" : "GET /v1/pets" }, extraTags)
-    });
-    if (res.status === 200) state.next = nextLink(res);
+    })
+    if (res.status === 200) state.next = nextLink(res)
     check(res, {
       "list: 200 with an array of pets": (r) => r.status === 429 || (r.status === 200 && isPetArray(bodyJson(r)))
-    }, Object.assign({ op }, extraTags));
+    }, Object.assign({ op }, extraTags))
   } else if (op === "create") {
     const pet = {
       name: `load-${exec.vu.idInTest}-${exec.scenario.iterationInTest}`,
       categoryId: 1 + Math.floor(Math.random() * 10),
       status: PET_STATUSES[Math.floor(Math.random() * PET_STATUSES.length)] || "available"
-    };
+    }
     res = http.post(`${options.baseUrl}/pets`, JSON.stringify(pet), {
       headers: jsonHeaders(key),
       tags: Object.assign({ op, name: "POST /v1/pets" }, extraTags)
-    });
-    const body = bodyJson(res);
+    })
+    const body = bodyJson(res)
     if (res.status === 201 && isRecord(body) && isId(body.id) && typeof body.id === "number") {
-      state.ids.push(body.id);
-      if (state.ids.length > 1000) state.ids.shift();
+      state.ids.push(body.id)
+      if (state.ids.length > 1000) state.ids.shift()
     }
     check(res, {
       "create: 201 with the pet and its Location": (r) =>
         r.status === 429 ||
         (r.status === 201 && isPet(body) && isRecord(body) && body.name === pet.name &&
           header(r, "Location") === `/v1/pets/${String(body.id)}`)
-    }, Object.assign({ op }, extraTags));
+    }, Object.assign({ op }, extraTags))
   } else {
-    const id = somePetId(options.seedIds);
+    const id = somePetId(options.seedIds)
     res = http.get(`${options.baseUrl}/pets/${id === undefined ? 1 : id}`, {
       headers: authHeaders(key),
       tags: Object.assign({ op, name: "GET /v1/pets/{petId}" }, extraTags)
-    });
+    })
     check(res, {
       "get: 200 with the pet": (r) => {
-        const body = bodyJson(r);
-        return r.status === 429 || (r.status === 200 && isPet(body) && isRecord(body) && body.id === id);
+        const body = bodyJson(r)
+        return r.status === 429 || (r.status === 200 && isPet(body) && isRecord(body) && body.id === id)
       }
-    }, Object.assign({ op }, extraTags));
+    }, Object.assign({ op }, extraTags))
   }
 
-  rateLimited.add(res.status === 429, Object.assign({ op }, extraTags));
+  rateLimited.add(res.status === 429, Object.assign({ op }, extraTags))
   if (res.status === 429) {
-    holdKey(keyIndex, res);
-    check(res, { "429: Retry-After in whole seconds": () => retryAfterSeconds(res) !== undefined }, { op });
+    holdKey(keyIndex, res)
+    check(res, { "429: Retry-After in whole seconds": () => retryAfterSeconds(res) !== undefined }, { op })
   } else if (res.status !== 0) {
-    servedDuration.add(res.timings.duration, Object.assign({ op }, extraTags));
+    servedDuration.add(res.timings.duration, Object.assign({ op }, extraTags))
   }
-  return res;
+  return res
 }
 
 /**
@@ -213,25 +225,27 @@ export function mixedIteration(options) {
  * @returns {{ perMinute: number, perDay: number }} the summed limits of the keys
  */
 export function verifyKeys(baseUrl, keys) {
-  let perMinute = 0;
-  let perDay = 0;
+  let perMinute = 0
+  let perDay = 0
   keys.forEach((key, index) => {
-    const res = http.get(`${baseUrl}/rate_limit`, { headers: authHeaders(key), tags: { name: "GET /v1/rate_limit" } });
-    const body = bodyJson(res);
+    const res = http.get(`${baseUrl}/rate_limit`, { headers: authHeaders(key), tags: { name: "GET /v1/rate_limit" } })
+    const body = bodyJson(res)
     if (res.status !== 200 || !isRecord(body) || !isRecord(body.minute) || !isRecord(body.day)) {
-      exec.test.abort(`key #${index + 1} of API_KEYS is not usable: GET /v1/rate_limit answered ${res.status} ${String(res.body)}`);
-      return;
+      exec.test.abort(
+        `key #${index + 1} of API_KEYS is not usable: GET /v1/rate_limit answered ${res.status} ${String(res.body)}`
+      )
+      return
     }
-    perMinute += typeof body.minute.limit === "number" ? body.minute.limit : 0;
-    perDay += typeof body.day.remaining === "number" ? body.day.remaining : 0;
-  });
-  return { perMinute, perDay };
+    perMinute += typeof body.minute.limit === "number" ? body.minute.limit : 0
+    perDay += typeof body.day.remaining === "number" ? body.day.remaining : 0
+  })
+  return { perMinute, perDay }
 }
 
 /** An id no order has (the largest the API accepts), for asking whether a key is staff. */
-const NO_SUCH_ORDER = 9007199254740991;
+const NO_SUCH_ORDER = 9007199254740991
 /** The probe's answers: made in the init context, as k6 wants its callbacks. */
-const STAFF_PROBE_STATUSES = http.expectedStatuses(403, 404);
+const STAFF_PROBE_STATUSES = http.expectedStatuses(403, 404)
 
 /**
  * Aborts the run unless the key is staff (README "Roles"). Roles are checked before anything else of a
@@ -245,8 +259,10 @@ export function verifyStaffKey(baseUrl, key, name) {
     headers: authHeaders(key),
     responseCallback: STAFF_PROBE_STATUSES,
     tags: { name: "POST /v1/store/orders/{orderId}/deliver" }
-  });
-  if (probe.status !== 404) exec.test.abort(`${name} cannot deliver orders: the probe answered ${probe.status} ${String(probe.body)}`);
+  })
+  if (probe.status !== 404) {
+    exec.test.abort(`${name} cannot deliver orders: the probe answered ${probe.status} ${String(probe.body)}`)
+  }
 }
 
 /**
@@ -258,17 +274,17 @@ export function verifyStaffKey(baseUrl, key, name) {
  */
 export function seedPets(baseUrl, key, count) {
   /** @type {number[]} */
-  const ids = [];
+  const ids = []
   for (let i = 0; i < count; i++) {
     const res = http.post(`${baseUrl}/pets`, JSON.stringify({ name: `seed-${Date.now()}-${i}`, categoryId: 1 }), {
       headers: jsonHeaders(key),
       tags: { name: "POST /v1/pets" }
-    });
-    const body = bodyJson(res);
-    if (res.status === 201 && isRecord(body) && typeof body.id === "number") ids.push(body.id);
+    })
+    const body = bodyJson(res)
+    if (res.status === 201 && isRecord(body) && typeof body.id === "number") ids.push(body.id)
   }
-  if (ids.length === 0) exec.test.abort(`setup could not create a pet: POST ${baseUrl}/pets failed`);
-  return ids;
+  if (ids.length === 0) exec.test.abort(`setup could not create a pet: POST ${baseUrl}/pets failed`)
+  return ids
 }
 
 /**
@@ -278,14 +294,18 @@ export function seedPets(baseUrl, key, count) {
  * @param {number} seconds how long the run lasts
  */
 export function warnOnCapacity(capacity, requestsPerSecond, seconds) {
-  const perMinuteNeeded = requestsPerSecond * 60;
+  const perMinuteNeeded = requestsPerSecond * 60
   if (perMinuteNeeded > capacity.perMinute * 0.8) {
-    console.warn(`API_KEYS allow ${capacity.perMinute} requests/min together but the run plans ${perMinuteNeeded}/min: ` +
-      "expect 429s; add keys (see load-tests/README.md)");
+    console.warn(
+      `API_KEYS allow ${capacity.perMinute} requests/min together but the run plans ${perMinuteNeeded}/min: ` +
+        "expect 429s; add keys (see load-tests/README.md)"
+    )
   }
-  const total = requestsPerSecond * seconds;
+  const total = requestsPerSecond * seconds
   if (total > capacity.perDay) {
-    console.warn(`API_KEYS have ${capacity.perDay} requests left today together but the run may send ${Math.round(total)}: ` +
-      "expect 429s once the daily quotas run out");
+    console.warn(
+      `API_KEYS have ${capacity.perDay} requests left today together but the run may send ${Math.round(total)}: ` +
+        "expect 429s once the daily quotas run out"
+    )
   }
 }

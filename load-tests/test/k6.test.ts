@@ -35,7 +35,9 @@ const options = binaries.length === 0
   : {}
 
 if (binaries.length > 0 && postgresAdminUrl === undefined) {
-  if (process.env.CI === "true") throw new Error("CI=true but DATABASE_URL is not set: k6 would not run against PostgreSQL")
+  if (process.env.CI === "true") {
+    throw new Error("CI=true but DATABASE_URL is not set: k6 would not run against PostgreSQL")
+  }
   console.warn("DATABASE_URL is not set: the k6 scripts run against the server on PGlite")
 }
 
@@ -89,46 +91,55 @@ describe("the k6 scripts on real k6, against the real server", options, () => {
   const baseUrl = () => `${server.origin}/v1`
 
   for (const { path: k6, version } of binaries) {
-    it(`k6 ${version}: rate-limits.js holds every plan's quota exactly, and a client that honours Retry-After is refused at most once a window`, async () => {
-      const env = {
-        BASE_URL: baseUrl(),
-        API_KEY_FREE: await server.createKey("free"),
-        API_KEY_PRO: await server.createKey("pro"),
-        API_KEY_BUSINESS: await server.createKey("business"),
-        API_KEY_RETRY: await server.createKey("free")
-      }
-      const run = await runK6(k6, version, "rate-limits.js", env, 200_000)
-      expect(run.code, explain("rate-limits.js", version, run)).toBe(0)
-      for (const [plan, quota] of [["free", 60], ["pro", 300], ["business", 1000]] as const) {
-        expect(run.metrics[`rl_measured_admitted{plan:${plan}}`]?.count, explain("rate-limits.js", version, run)).toBe(quota)
-      }
-      expect(run.metrics.rl_honour_refused?.count).toBeGreaterThanOrEqual(1)
-      expect(run.metrics.checks?.fails).toBe(0)
-    }, 240_000)
+    it(
+      `k6 ${version}: rate-limits.js holds every plan's quota exactly, and a client that honours Retry-After is refused at most once a window`,
+      async () => {
+        const env = {
+          BASE_URL: baseUrl(),
+          API_KEY_FREE: await server.createKey("free"),
+          API_KEY_PRO: await server.createKey("pro"),
+          API_KEY_BUSINESS: await server.createKey("business"),
+          API_KEY_RETRY: await server.createKey("free")
+        }
+        const run = await runK6(k6, version, "rate-limits.js", env, 200_000)
+        expect(run.code, explain("rate-limits.js", version, run)).toBe(0)
+        for (const [plan, quota] of [["free", 60], ["pro", 300], ["business", 1000]] as const) {
+          expect(run.metrics[`rl_measured_admitted{plan:${plan}}`]?.count, explain("rate-limits.js", version, run))
+            .toBe(quota)
+        }
+        expect(run.metrics.rl_honour_refused?.count).toBeGreaterThanOrEqual(1)
+        expect(run.metrics.checks?.fails).toBe(0)
+      },
+      240_000
+    )
 
-    it(`k6 ${version}: soak.js reads the server's resident memory from GET /metrics on the admin listener`, async () => {
-      const env = {
-        BASE_URL: baseUrl(),
-        API_KEYS: [await server.createKey("pro"), await server.createKey("pro")].join(","),
-        RATE: "5",
-        DURATION: "20s",
-        METRICS_URL: `${server.admin}/metrics`,
-        METRICS_TOKEN: ADMIN_TOKEN,
-        SAMPLE_INTERVAL: "1",
-        // 20 s tell nothing of a leak, and a young process's heap still grows: the ratio is reported and
-        // judged, but only a runaway fails it here.
-        MAX_RSS_GROWTH: "4",
-        ...lenientLatency
-      }
-      const run = await runK6(k6, version, "soak.js", env, 120_000)
-      expect(run.code, explain("soak.js", version, run)).toBe(0)
-      const memoryChecks = run.metrics["checks{scenario:memory}"]
-      expect(memoryChecks?.passes, explain("soak.js", version, run)).toBeGreaterThanOrEqual(10)
-      expect(memoryChecks?.fails).toBe(0)
-      // Bytes, as the server reports them: a live Node.js process holds tens of megabytes at least.
-      expect(run.metrics.server_rss_bytes?.value).toBeGreaterThan(10 * 1024 * 1024)
-      expect(run.metrics.server_rss_growth?.value).toBeGreaterThan(0)
-    }, 180_000)
+    it(
+      `k6 ${version}: soak.js reads the server's resident memory from GET /metrics on the admin listener`,
+      async () => {
+        const env = {
+          BASE_URL: baseUrl(),
+          API_KEYS: [await server.createKey("pro"), await server.createKey("pro")].join(","),
+          RATE: "5",
+          DURATION: "20s",
+          METRICS_URL: `${server.admin}/metrics`,
+          METRICS_TOKEN: ADMIN_TOKEN,
+          SAMPLE_INTERVAL: "1",
+          // 20 s tell nothing of a leak, and a young process's heap still grows: the ratio is reported and
+          // judged, but only a runaway fails it here.
+          MAX_RSS_GROWTH: "4",
+          ...lenientLatency
+        }
+        const run = await runK6(k6, version, "soak.js", env, 120_000)
+        expect(run.code, explain("soak.js", version, run)).toBe(0)
+        const memoryChecks = run.metrics["checks{scenario:memory}"]
+        expect(memoryChecks?.passes, explain("soak.js", version, run)).toBeGreaterThanOrEqual(10)
+        expect(memoryChecks?.fails).toBe(0)
+        // Bytes, as the server reports them: a live Node.js process holds tens of megabytes at least.
+        expect(run.metrics.server_rss_bytes?.value).toBeGreaterThan(10 * 1024 * 1024)
+        expect(run.metrics.server_rss_growth?.value).toBeGreaterThan(0)
+      },
+      180_000
+    )
 
     it(`k6 ${version}: smoke.js passes every check, every documented status included`, async () => {
       const env = {
@@ -177,75 +188,94 @@ describe("the k6 scripts on real k6, against the real server", options, () => {
       expect(run.metrics.checks?.fails).toBe(0)
     }, 180_000)
 
-    it(`k6 ${version}: adoption.js orders pets and cancels or delivers every order; each rush for one pet places one order; the store's invariants hold after it`, async () => {
-      const staffKey = await server.createKey("pro", undefined, "staff")
-      const env = {
-        BASE_URL: baseUrl(),
-        // 5 visits a second of four requests each: 1,200 a minute, which two business keys carry with room.
-        API_KEYS: [await server.createKey("business"), await server.createKey("business")].join(","),
-        API_KEY_STAFF: staffKey,
-        RATE: "5",
-        DURATION: "10s",
-        RUSHES: "5",
-        RUSH_SIZE: "8",
-        ...lenientLatency
-      }
-      const run = await runK6(k6, version, "adoption.js", env, 120_000)
-      const why = explain("adoption.js", version, run)
-      expect(run.code, why).toBe(0)
-      expect(run.metrics.checks?.fails, why).toBe(0)
-      expect(run.metrics.http_req_failed?.passes, why).toBe(0)
-      const placed = run.metrics.orders_placed?.count ?? 0
-      const delivered = run.metrics.orders_delivered?.count ?? 0
-      const cancelled = run.metrics.orders_cancelled?.count ?? 0
-      expect(delivered, why).toBeGreaterThan(0)
-      expect(cancelled, why).toBeGreaterThan(0)
-      // Every order the run placed, it closed.
-      expect(delivered + cancelled, why).toBe(placed)
-      expect(run.metrics.orders_left_open?.count, why).toBe(0)
-      // Every rush placed one of its eight orders and refused the other seven.
-      expect(run.metrics.rushes_settled?.count, why).toBe(5)
-      expect(run.metrics.orders_refused?.count ?? 0, why).toBeGreaterThanOrEqual(5 * 7)
-      expect(await apiViolations(baseUrl(), staffKey)).toEqual([])
-      if (database !== undefined) expect(await sqlViolations(database.url)).toEqual([])
-    }, 180_000)
+    it(
+      `k6 ${version}: adoption.js orders pets and cancels or delivers every order; each rush for one pet places one order; the store's invariants hold after it`,
+      async () => {
+        const staffKey = await server.createKey("pro", undefined, "staff")
+        const env = {
+          BASE_URL: baseUrl(),
+          // 5 visits a second of four requests each: 1,200 a minute, which two business keys carry with room.
+          API_KEYS: [await server.createKey("business"), await server.createKey("business")].join(","),
+          API_KEY_STAFF: staffKey,
+          RATE: "5",
+          DURATION: "10s",
+          RUSHES: "5",
+          RUSH_SIZE: "8",
+          ...lenientLatency
+        }
+        const run = await runK6(k6, version, "adoption.js", env, 120_000)
+        const why = explain("adoption.js", version, run)
+        expect(run.code, why).toBe(0)
+        expect(run.metrics.checks?.fails, why).toBe(0)
+        expect(run.metrics.http_req_failed?.passes, why).toBe(0)
+        const placed = run.metrics.orders_placed?.count ?? 0
+        const delivered = run.metrics.orders_delivered?.count ?? 0
+        const cancelled = run.metrics.orders_cancelled?.count ?? 0
+        expect(delivered, why).toBeGreaterThan(0)
+        expect(cancelled, why).toBeGreaterThan(0)
+        // Every order the run placed, it closed.
+        expect(delivered + cancelled, why).toBe(placed)
+        expect(run.metrics.orders_left_open?.count, why).toBe(0)
+        // Every rush placed one of its eight orders and refused the other seven.
+        expect(run.metrics.rushes_settled?.count, why).toBe(5)
+        expect(run.metrics.orders_refused?.count ?? 0, why).toBeGreaterThanOrEqual(5 * 7)
+        expect(await apiViolations(baseUrl(), staffKey)).toEqual([])
+        if (database !== undefined) expect(await sqlViolations(database.url)).toEqual([])
+      },
+      180_000
+    )
 
-    it(`k6 ${version}: events.js sees every change's events once, a customer no other key's orders, and manages webhook endpoints to a real receiver`, async () => {
-      const customers = [await server.createKey("business"), await server.createKey("business")]
-      const env = {
-        BASE_URL: baseUrl(),
-        API_KEYS: customers.join(","),
-        API_KEY_STAFF: await server.createKey("pro", undefined, "staff"),
-        WEBHOOK_URL: receiver!.url,
-        RATE: "2",
-        DURATION: "10s",
-        WEBHOOK_RATE: "60",
-        ...lenientLatency
-      }
-      const before = receiver!.received.length
-      const run = await runK6(k6, version, "events.js", env, 120_000)
-      const why = explain("events.js", version, run)
-      expect(run.code, why).toBe(0)
-      expect(run.metrics.checks?.fails, why).toBe(0)
-      expect(run.metrics.http_req_failed?.passes, why).toBe(0)
-      expect(run.metrics.events_seen?.count ?? 0, why).toBeGreaterThanOrEqual(10)
-      for (const metric of ["events_missing", "events_duplicated", "events_foreign", "orders_left_open", "webhook_endpoints_left"]) {
-        expect(run.metrics[metric]?.count, `${metric}\n${why}`).toBe(0)
-      }
-      const lives = run.metrics.webhook_endpoint_lives?.count ?? 0
-      expect(lives, why).toBeGreaterThan(0)
-      // Every life's test event reached the receiver, sent after the rotation: signed with both secrets.
-      const tests = receiver!.received.slice(before).filter((delivery) => (JSON.parse(delivery.body) as { type?: unknown }).type === "webhook.test")
-      expect(tests.length, why).toBeGreaterThanOrEqual(lives)
-      for (const delivery of tests) {
-        expect(delivery.webhookId).toMatch(/^evt_[0-9a-f]{32}$/)
-        expect(String(delivery.headers["webhook-signature"]).split(" ").filter((part) => part.startsWith("v1,"))).toHaveLength(2)
-      }
-      // Every endpoint the run registered, it deleted.
-      for (const key of customers) {
-        const listed = await fetch(`${baseUrl()}/webhooks/endpoints`, { headers: { Authorization: `Bearer ${key}` } })
-        expect(await listed.json()).toEqual([])
-      }
-    }, 180_000)
+    it(
+      `k6 ${version}: events.js sees every change's events once, a customer no other key's orders, and manages webhook endpoints to a real receiver`,
+      async () => {
+        const customers = [await server.createKey("business"), await server.createKey("business")]
+        const env = {
+          BASE_URL: baseUrl(),
+          API_KEYS: customers.join(","),
+          API_KEY_STAFF: await server.createKey("pro", undefined, "staff"),
+          WEBHOOK_URL: receiver!.url,
+          RATE: "2",
+          DURATION: "10s",
+          WEBHOOK_RATE: "60",
+          ...lenientLatency
+        }
+        const before = receiver!.received.length
+        const run = await runK6(k6, version, "events.js", env, 120_000)
+        const why = explain("events.js", version, run)
+        expect(run.code, why).toBe(0)
+        expect(run.metrics.checks?.fails, why).toBe(0)
+        expect(run.metrics.http_req_failed?.passes, why).toBe(0)
+        expect(run.metrics.events_seen?.count ?? 0, why).toBeGreaterThanOrEqual(10)
+        for (
+          const metric of [
+            "events_missing",
+            "events_duplicated",
+            "events_foreign",
+            "orders_left_open",
+            "webhook_endpoints_left"
+          ]
+        ) {
+          expect(run.metrics[metric]?.count, `${metric}\n${why}`).toBe(0)
+        }
+        const lives = run.metrics.webhook_endpoint_lives?.count ?? 0
+        expect(lives, why).toBeGreaterThan(0)
+        // Every life's test event reached the receiver, sent after the rotation: signed with both secrets.
+        const tests = receiver!.received.slice(before).filter((delivery) =>
+          (JSON.parse(delivery.body) as { type?: unknown }).type === "webhook.test"
+        )
+        expect(tests.length, why).toBeGreaterThanOrEqual(lives)
+        for (const delivery of tests) {
+          expect(delivery.webhookId).toMatch(/^evt_[0-9a-f]{32}$/)
+          expect(String(delivery.headers["webhook-signature"]).split(" ").filter((part) => part.startsWith("v1,")))
+            .toHaveLength(2)
+        }
+        // Every endpoint the run registered, it deleted.
+        for (const key of customers) {
+          const listed = await fetch(`${baseUrl()}/webhooks/endpoints`, { headers: { Authorization: `Bearer ${key}` } })
+          expect(await listed.json()).toEqual([])
+        }
+      },
+      180_000
+    )
   }
 })

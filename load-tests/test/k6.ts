@@ -109,8 +109,13 @@ export const runLine = (version: string, script: string, run: K6Run): string => 
   const crossed = Object.entries(run.metrics).flatMap(([name, metric]) =>
     Object.entries(metric.thresholds ?? {}).filter(([, failed]) => failed).map(([threshold]) => `${name}: ${threshold}`)
   )
-  const thresholds = Object.values(run.metrics).reduce((sum, metric) => sum + Object.keys(metric.thresholds ?? {}).length, 0)
+  const thresholds = Object.values(run.metrics).reduce(
+    (sum, metric) => sum + Object.keys(metric.thresholds ?? {}).length,
+    0
+  )
   return `k6 ${version} run ${script}: exit ${String(run.code)} after ${run.seconds} s; ` +
     `checks ${checks?.passes ?? 0} passed, ${checks?.fails ?? 0} failed; ` +
-    `thresholds ${thresholds - crossed.length} of ${thresholds} held${crossed.length > 0 ? ` (crossed: ${crossed.join(", ")})` : ""}`
+    `thresholds ${thresholds - crossed.length} of ${thresholds} held${
+      crossed.length > 0 ? ` (crossed: ${crossed.join(", ")})` : ""
+    }`
 }

@@ -47,7 +47,10 @@ const toKeysError = (adminUrl: string) => (error: unknown): KeysError => {
   if (Predicate.hasProperty(error, "code") && Predicate.hasProperty(error, "message")) {
     return new KeysError({ message: `${String(error.code)}: ${String(error.message)}`, exitCode: 1 })
   }
-  return new KeysError({ message: `unexpected answer from the admin API at ${adminUrl}: ${String(error)}`, exitCode: 1 })
+  return new KeysError({
+    message: `unexpected answer from the admin API at ${adminUrl}: ${String(error)}`,
+    exitCode: 1
+  })
 }
 
 /** The admin API, with every failure already turned into a `KeysError`. */
@@ -100,7 +103,9 @@ const plan = Flag.Literals("plan", Plan.literals).pipe(
 )
 
 const role = Flag.Literals("role", KeyRole.literals).pipe(
-  Flag.withDescription("customer (the default) orders for itself; staff reads, cancels and delivers any order, and deletes pets")
+  Flag.withDescription(
+    "customer (the default) orders for itself; staff reads, cancels and delivers any order, and deletes pets"
+  )
 )
 
 // The contract's own schemas check input before anything is sent: the client would refuse it anyway, with a less helpful message.
@@ -135,7 +140,11 @@ const create = Command.make(
   "create",
   {
     plan,
-    name: Flag.String("name").pipe(Flag.withSchema(ApiKeyName), Flag.withDescription("A label for the key"), Flag.optional),
+    name: Flag.String("name").pipe(
+      Flag.withSchema(ApiKeyName),
+      Flag.withDescription("A label for the key"),
+      Flag.optional
+    ),
     role: role.pipe(Flag.optional),
     ...limitFlags
   },

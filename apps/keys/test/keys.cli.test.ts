@@ -1,13 +1,6 @@
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import {
-  ADMIN_TOKEN,
-  bearer,
-  runScript,
-  send,
-  type StartedProcess,
-  startServerProcess
-} from "@petstore/test-support"
+import { ADMIN_TOKEN, bearer, runScript, send, type StartedProcess, startServerProcess } from "@petstore/test-support"
 
 const cli = fileURLToPath(new URL("../src/main.ts", import.meta.url))
 
@@ -21,11 +14,17 @@ interface RunningServer {
 
 const startServer = async (): Promise<RunningServer> => {
   const started = await startServerProcess({ DATA_DIR: ":memory:" })
-  return { baseUrl: `${started.origin}/v1`, adminUrl: started.admin, createKey: started.createKeyWithId, stop: started.server.stop }
+  return {
+    baseUrl: `${started.origin}/v1`,
+    adminUrl: started.admin,
+    createKey: started.createKeyWithId,
+    stop: started.server.stop
+  }
 }
 
 /** Runs `pnpm keys` as its own process. */
-const run = (args: ReadonlyArray<string>, env: Record<string, string>) => runScript(cli, args, { NO_COLOR: "1", ...env })
+const run = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  runScript(cli, args, { NO_COLOR: "1", ...env })
 
 describe("pnpm keys", () => {
   let server: RunningServer
@@ -153,14 +152,21 @@ describe("pnpm keys", () => {
     [["create"], /^keys: Missing required flag: --plan$/, "keys create --help"],
     [["unban"], /^keys: Missing required argument: id$/, "keys unban --help"],
     [["usage", "not-a-key-id"], /^keys: Invalid value for argument <id>: "not-a-key-id"/, "keys usage --help"],
-    [["create", "--plan", "enterprise", "--per-minute", "5"], /^keys: --per-minute and --per-day go together$/, "keys create --help"],
+    [
+      ["create", "--plan", "enterprise", "--per-minute", "5"],
+      /^keys: --per-minute and --per-day go together$/,
+      "keys create --help"
+    ],
     [["bogus"], /^keys: Unknown subcommand "bogus"/, "keys --help"]
-  ])("a mistyped command (%j) exits 2 with its error first, on one line, and where the help is", async (args, error, help) => {
-    const outcome = await keys(...args)
-    expect(outcome.code).toBe(2)
-    expect(outcome.stdout).toBe("")
-    expect(outcome.stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(error), `Try '${help}'.`])
-  })
+  ])(
+    "a mistyped command (%j) exits 2 with its error first, on one line, and where the help is",
+    async (args, error, help) => {
+      const outcome = await keys(...args)
+      expect(outcome.code).toBe(2)
+      expect(outcome.stdout).toBe("")
+      expect(outcome.stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(error), `Try '${help}'.`])
+    }
+  )
 
   it("a refusal of the server exits 1 with its code and message on one line", async () => {
     const outcome = await keys("create", "--plan", "enterprise")

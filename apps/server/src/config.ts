@@ -1,4 +1,16 @@
-import { Config, ConfigProvider, Context, Data, Effect, Layer, Option, Redacted, Result, Schema, SchemaIssue } from "effect"
+import {
+  Config,
+  ConfigProvider,
+  Context,
+  Data,
+  Effect,
+  Layer,
+  Option,
+  Redacted,
+  Result,
+  Schema,
+  SchemaIssue
+} from "effect"
 import { readFileSync, statSync } from "node:fs"
 import { parseProxyTrust } from "./net/proxyTrust.ts"
 
@@ -6,7 +18,9 @@ const Host = Config.String
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { expected: "a whole number, 0 or more" }))
 /** Connections per process: see the README's connection budget. Above 100 a process only queues in PostgreSQL instead of in itself. */
-const PoolSize = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }, { expected: "a whole number from 1 to 100" }))
+const PoolSize = Schema.Int.check(
+  Schema.isBetween({ minimum: 1, maximum: 100 }, { expected: "a whole number from 1 to 100" })
+)
 /** Seconds a statement may wait for its answer before the request gets a 503 and the connection is replaced. */
 const StatementTimeout = Schema.Int.check(
   Schema.isBetween({ minimum: 1, maximum: 300 }, { expected: "a whole number of seconds from 1 to 300" })
@@ -40,7 +54,9 @@ const EnvironmentShape = Config.all({
   /** A direct (session) connection beside a transaction pooler's DATABASE_URL: LISTEN and migrations go through it. */
   databaseDirectUrl: PostgresUrl("DATABASE_DIRECT_URL"),
   databasePoolSize: Config.schema(PoolSize, "DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
-  databaseStatementTimeoutSeconds: Config.schema(StatementTimeout, "DATABASE_STATEMENT_TIMEOUT").pipe(Config.withDefault(5)),
+  databaseStatementTimeoutSeconds: Config.schema(StatementTimeout, "DATABASE_STATEMENT_TIMEOUT").pipe(
+    Config.withDefault(5)
+  ),
   /** Unset: named prepared statements unless DATABASE_DIRECT_URL declares DATABASE_URL a transaction pooler. */
   databasePreparedStatements: Config.option(Config.Boolean("DATABASE_PREPARED_STATEMENTS")),
   migrateOnStart: Config.Boolean("MIGRATE_ON_START").pipe(Config.withDefault(true)),
@@ -62,7 +78,11 @@ const EnvironmentShape = Config.all({
   banSeconds: Config.schema(PositiveInt, "BAN_SECONDS").pipe(Config.withDefault(900)),
   /** Read by `net/proxyTrust.ts`: `false`, a number of proxy hops, or proxy addresses/CIDR networks. */
   trustProxy: Config.schema(
-    Schema.String.check(Schema.makeFilter((value) => Result.match(parseProxyTrust(value), { onFailure: (why) => why, onSuccess: () => true }))),
+    Schema.String.check(
+      Schema.makeFilter((value) =>
+        Result.match(parseProxyTrust(value), { onFailure: (why) => why, onSuccess: () => true })
+      )
+    ),
     "TRUST_PROXY"
   ).pipe(Config.withDefault("false")),
   metricsPublic: Config.Boolean("METRICS_PUBLIC").pipe(Config.withDefault(false)),
@@ -136,7 +156,9 @@ const readSecretFile = (variable: string, path: string) =>
     },
     catch: (error) =>
       new ConfigProvider.SourceError({
-        message: `${variable}: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`
+        message: `${variable}: cannot read ${path}: ${
+          (error as NodeJS.ErrnoException).code ?? (error as Error).message
+        }`
       })
   })
 

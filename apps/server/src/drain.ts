@@ -35,9 +35,11 @@ export const DrainBeforeClosing = Layer.effectDiscard(Effect.gen(function*() {
   if (shutdownDrainSeconds === 0) return
   yield* Effect.addFinalizer(() =>
     draining.begin.pipe(
-      Effect.andThen(Effect.logInfo("draining: /readyz answers 503 until the listeners close").pipe(
-        Effect.annotateLogs({ seconds: shutdownDrainSeconds })
-      )),
+      Effect.andThen(
+        Effect.logInfo("draining: /readyz answers 503 until the listeners close").pipe(
+          Effect.annotateLogs({ seconds: shutdownDrainSeconds })
+        )
+      ),
       Effect.andThen(Effect.sleep(`${shutdownDrainSeconds} seconds`))
     )
   )

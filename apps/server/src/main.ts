@@ -25,10 +25,15 @@ const refuseToStart = (line: string) => stop(2, `invalid configuration: ${line}`
  */
 const migrateCommand = Effect.gen(function*() {
   const config = yield* AppConfigShape
-  const applied = yield* Effect.scoped(Effect.flatMap(openDrivers(config, "migrate"), (drivers) => applyMigrations(config, drivers)))
+  const applied = yield* Effect.scoped(
+    Effect.flatMap(openDrivers(config, "migrate"), (drivers) => applyMigrations(config, drivers))
+  )
   process.stdout.write(`petstore: migrations applied: ${applied.join(", ") || "none pending"}\n`)
 }).pipe(
-  Effect.catchTag("ConfigError", (error) => stop(1, `cannot migrate: invalid configuration: ${formatConfigError(error)}`)),
+  Effect.catchTag(
+    "ConfigError",
+    (error) => stop(1, `cannot migrate: invalid configuration: ${formatConfigError(error)}`)
+  ),
   Effect.catchTag("StartupError", (error) => stop(1, `cannot migrate: ${error.message}`))
 )
 
@@ -50,7 +55,9 @@ const teardown: Runtime.Teardown = (exit, onExit) =>
 
 const command = process.argv[2]
 if (command !== undefined && command !== "migrate") {
-  process.stderr.write(`petstore: unknown command ${JSON.stringify(command)}: run with no argument to serve, or \`migrate\`\n`)
+  process.stderr.write(
+    `petstore: unknown command ${JSON.stringify(command)}: run with no argument to serve, or \`migrate\`\n`
+  )
   process.exit(2)
 }
 // Both commands read secrets from files (`ADMIN_TOKEN_FILE`, `DATABASE_URL_FILE`, …) as from the environment.

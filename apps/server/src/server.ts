@@ -38,7 +38,12 @@ export class ListenAddresses extends Context.Service<ListenAddresses, {
  * Paths match as the contract spells them: `/v1/pets/`, `/v1//pets` and `/v1/PETS` are unknown paths (404),
  * where the router's defaults would answer them as `/v1/pets`.
  */
-const routerConfig = { maxParamLength: 1_000, ignoreTrailingSlash: false, ignoreDuplicateSlashes: false, caseSensitive: true }
+const routerConfig = {
+  maxParamLength: 1_000,
+  ignoreTrailingSlash: false,
+  ignoreDuplicateSlashes: false,
+  caseSensitive: true
+}
 
 /**
  * A client gets 10 s to send its headers and 30 s for the whole request, checked
@@ -60,9 +65,19 @@ interface Listener {
 }
 
 const listenersOf = (config: AppConfigValues) => {
-  const listeners: Array<Listener> = [{ host: config.host, port: config.port, hostVariable: "HOST", portVariable: "PORT" }]
+  const listeners: Array<Listener> = [{
+    host: config.host,
+    port: config.port,
+    hostVariable: "HOST",
+    portVariable: "PORT"
+  }]
   if (Option.isSome(config.adminToken) || config.metricsPublic) {
-    listeners.push({ host: config.adminHost, port: config.adminPort, hostVariable: "ADMIN_HOST", portVariable: "ADMIN_PORT" })
+    listeners.push({
+      host: config.adminHost,
+      port: config.adminPort,
+      hostVariable: "ADMIN_HOST",
+      portVariable: "ADMIN_PORT"
+    })
   }
   return listeners
 }
@@ -74,20 +89,28 @@ const cannotListen = (listener: Listener, cause: unknown) => {
     case "EADDRINUSE":
       return new StartupError({ message: `${listener.portVariable}: ${at} is already in use` })
     case "EACCES":
-      return new StartupError({ message: `${listener.portVariable}: no permission to listen on ${at} (below 1024 needs privileges)` })
+      return new StartupError({
+        message: `${listener.portVariable}: no permission to listen on ${at} (below 1024 needs privileges)`
+      })
     case "EADDRNOTAVAIL":
-      return new StartupError({ message: `${listener.hostVariable}: ${listener.host} is not an address of this machine` })
+      return new StartupError({
+        message: `${listener.hostVariable}: ${listener.host} is not an address of this machine`
+      })
     case "ENOTFOUND":
     case "EAI_AGAIN":
       return new StartupError({ message: `${listener.hostVariable}: ${listener.host} is not a known host` })
     default:
       return new StartupError({
-        message: `${listener.portVariable}: cannot listen on ${at}: ${cause instanceof Error ? cause.message : String(cause)}`
+        message: `${listener.portVariable}: cannot listen on ${at}: ${
+          cause instanceof Error ? cause.message : String(cause)
+        }`
       })
   }
 }
 
-const stillStarting = JSON.stringify(errorBodyOf(new ServiceUnavailable({ message: "The server is starting; retry shortly" })))
+const stillStarting = JSON.stringify(
+  errorBodyOf(new ServiceUnavailable({ message: "The server is starting; retry shortly" }))
+)
 
 /**
  * Binds the listener's address until the scope closes: the check, not the
@@ -151,7 +174,9 @@ const Listeners = Layer.effect(
   Effect.gen(function*() {
     const [publicListener, adminListener] = listenersOf(yield* AppConfig)
     const publicAddress = yield* listen(PublicRoutes, publicListener!)
-    const adminAddress = adminListener === undefined ? Option.none() : Option.some(yield* listen(AdminRoutes, adminListener))
+    const adminAddress = adminListener === undefined
+      ? Option.none()
+      : Option.some(yield* listen(AdminRoutes, adminListener))
     yield* Effect.logInfo("listening").pipe(
       Effect.annotateLogs({ public: publicAddress, admin: Option.getOrElse(adminAddress, () => "disabled") })
     )
@@ -195,7 +220,10 @@ const Logging = Layer.unwrap(Effect.gen(function*() {
 const Tracing = Layer.unwrap(Effect.gen(function*() {
   const { otlpEndpoint } = yield* AppConfig
   if (Option.isNone(otlpEndpoint)) return Layer.succeed(References.TracerEnabled, false)
-  const url = new URL("v1/traces", otlpEndpoint.value.href.endsWith("/") ? otlpEndpoint.value : `${otlpEndpoint.value.href}/`)
+  const url = new URL(
+    "v1/traces",
+    otlpEndpoint.value.href.endsWith("/") ? otlpEndpoint.value : `${otlpEndpoint.value.href}/`
+  )
   return OtlpTracer.layer({ url: url.href, resource: { serviceName: "petstore" }, exportInterval: "1 second" }).pipe(
     Layer.provide(OtlpSerialization.layerJson),
     Layer.provide(FetchHttpClient.layer)

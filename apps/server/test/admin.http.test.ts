@@ -79,7 +79,9 @@ describeOnEachBackend("admin API", ({ name }) => {
     expect(listed.status).toBe(200)
     expect(listed.body).toContainEqual(expect.objectContaining({ id: created.body.id, name: "listed", plan: "pro" }))
     expect(listed.text).not.toContain(created.body.key)
-    for (const key of listed.body) expect(Object.keys(key).sort()).toEqual(["createdAt", "id", "limits", "name", "plan"])
+    for (const key of listed.body) {
+      expect(Object.keys(key).sort()).toEqual(["createdAt", "id", "limits", "name", "plan"])
+    }
   })
 
   it("changes a key's plan, and refuses limits on a fixed plan", async () => {
@@ -93,7 +95,10 @@ describeOnEachBackend("admin API", ({ name }) => {
     })
     expect(toEnterprise.body).toMatchObject({ plan: "enterprise", limits: { perMinute: 7, perDay: 70 } })
     expectError(
-      await admin(`/keys/${created.body.id}`, { method: "PATCH", body: JSON.stringify({ plan: "free", limits: { perMinute: 7, perDay: 70 } }) }),
+      await admin(`/keys/${created.body.id}`, {
+        method: "PATCH",
+        body: JSON.stringify({ plan: "free", limits: { perMinute: 7, perDay: 70 } })
+      }),
       400,
       "invalid_request"
     )
@@ -116,15 +121,28 @@ describeOnEachBackend("admin API", ({ name }) => {
 
   it("changes a key's role, keeping its plan, and refuses an unknown role", async () => {
     const created = await createKey({ plan: "enterprise", limits: { perMinute: 9, perDay: 90 } })
-    const promoted = await admin(`/keys/${created.body.id}`, { method: "PATCH", body: JSON.stringify({ role: "staff" }) })
+    const promoted = await admin(`/keys/${created.body.id}`, {
+      method: "PATCH",
+      body: JSON.stringify({ role: "staff" })
+    })
     expect(promoted.status).toBe(200)
     expect(promoted.body).toMatchObject({ plan: "enterprise", limits: { perMinute: 9, perDay: 90 }, role: "staff" })
-    const replanned = await admin(`/keys/${created.body.id}`, { method: "PATCH", body: JSON.stringify({ plan: "enterprise", limits: { perMinute: 8, perDay: 80 } }) })
+    const replanned = await admin(`/keys/${created.body.id}`, {
+      method: "PATCH",
+      body: JSON.stringify({ plan: "enterprise", limits: { perMinute: 8, perDay: 80 } })
+    })
     expect(replanned.body).toMatchObject({ role: "staff" })
-    const demoted = await admin(`/keys/${created.body.id}`, { method: "PATCH", body: JSON.stringify({ role: "customer" }) })
+    const demoted = await admin(`/keys/${created.body.id}`, {
+      method: "PATCH",
+      body: JSON.stringify({ role: "customer" })
+    })
     expect(demoted.status).toBe(200)
     expect(demoted.body).not.toHaveProperty("role")
-    expectError(await admin(`/keys/${created.body.id}`, { method: "PATCH", body: JSON.stringify({ role: "root" }) }), 400, "invalid_request")
+    expectError(
+      await admin(`/keys/${created.body.id}`, { method: "PATCH", body: JSON.stringify({ role: "root" }) }),
+      400,
+      "invalid_request"
+    )
   })
 
   it("revokes a key: 204, then gone from the list, 404 the second time, and 401 on /v1", async () => {
@@ -147,7 +165,10 @@ describeOnEachBackend("admin API", ({ name }) => {
     expect(answer.headers.get("allow")).toBe("POST, GET, HEAD")
   })
 
-  it.each([["GET", "/keys/"], ["DELETE", "/keys/"], ["PATCH", "/keys/"], ["GET", "/KEYS"], ["DELETE", "//keys/key_0000000000000000"]])(
+  it.each([["GET", "/keys/"], ["DELETE", "/keys/"], ["PATCH", "/keys/"], ["GET", "/KEYS"], [
+    "DELETE",
+    "//keys/key_0000000000000000"
+  ]])(
     "answers %s /admin%s, a path the contract does not have, with 404",
     async (method, path) => {
       expectError(await admin(path, { method, ...(method === "PATCH" ? { body: "{}" } : {}) }), 404, "not_found")

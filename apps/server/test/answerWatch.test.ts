@@ -32,7 +32,8 @@ const watched = (sessions: Sessions) => {
 const startUpAnswer = (pid: number, secret: number) =>
   Buffer.concat([message("R", int32s(0)), message("K", int32s(pid, secret)), message("Z", Buffer.from("I"))])
 
-const closed = (socket: Duplex) => new Promise<void>((resolve) => socket.closed ? resolve() : socket.once("close", () => resolve()))
+const closed = (socket: Duplex) =>
+  new Promise<void>((resolve) => socket.closed ? resolve() : socket.once("close", () => resolve()))
 
 describe("a watched connection's session key", () => {
   it("is read whole however the answer is split, and closes that connection alone, counted as timed_out", async () => {

@@ -104,7 +104,9 @@ describeOnEachBackend("ApiKeys", ({ name }) => {
               )
               : database.query(statement)
         } as Database["Service"]
-        const keys = yield* Layer.build(ApiKeys.layer.pipe(Layer.provide(Layer.succeed(Database, holding)), Layer.fresh)).pipe(
+        const keys = yield* Layer.build(
+          ApiKeys.layer.pipe(Layer.provide(Layer.succeed(Database, holding)), Layer.fresh)
+        ).pipe(
           Effect.map((context) => context.mapUnsafe.get(ApiKeys.key) as ApiKeys["Service"])
         )
         const { key, secret } = yield* keys.create({ plan: "pro" })
@@ -117,7 +119,10 @@ describeOnEachBackend("ApiKeys", ({ name }) => {
         yield* Deferred.succeed(gate, undefined)
         // The request in flight began before the revocation and may go on; the next one may not.
         assert.isTrue(Option.isSome(yield* Fiber.join(inFlight)))
-        assert.isTrue(Option.isNone(yield* keys.authenticate(Redacted.make(secret))), "revoked key served from the cache")
+        assert.isTrue(
+          Option.isNone(yield* keys.authenticate(Redacted.make(secret))),
+          "revoked key served from the cache"
+        )
       }))
 
     it.effect("refuses secrets that are not keys without asking the database", () =>

@@ -49,7 +49,12 @@ for (const { name } of backends) {
             sql`SELECT subject, minute_count FROM quota_usage ORDER BY subject`
           )
           assert.deepStrictEqual(rows.map((row) => [row.subject, row.minute_count]), [
-            ["key:a", 2], ["key:b", 1], ["key:c", 1], ["key:d", 1], ["key:e", 1], ["key:f", 1]
+            ["key:a", 2],
+            ["key:b", 1],
+            ["key:c", 1],
+            ["key:d", 1],
+            ["key:e", 1],
+            ["key:f", 1]
           ])
         }))
 
@@ -57,7 +62,9 @@ for (const { name } of backends) {
         Effect.gen(function*() {
           const store = yield* QuotaStore
           const exits = yield* Effect.all(
-            ["key:g", `address:${"x".repeat(2400)}`, "key:h"].map((subject) => Effect.exit(store.admit(admission(subject)))),
+            ["key:g", `address:${"x".repeat(2400)}`, "key:h"].map((subject) =>
+              Effect.exit(store.admit(admission(subject)))
+            ),
             { concurrency: "unbounded" }
           )
           assert.deepStrictEqual(exits.map(Exit.isSuccess), [true, false, true])

@@ -1,4 +1,12 @@
-import { Forbidden, InvalidTransition, NotFound, PetNotAvailable, PetstoreClient, PreconditionFailed, Unauthorized } from "@petstore/contract"
+import {
+  Forbidden,
+  InvalidTransition,
+  NotFound,
+  PetNotAvailable,
+  PetstoreClient,
+  PreconditionFailed,
+  Unauthorized
+} from "@petstore/contract"
 import { Effect, Option, Schema, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { fileURLToPath } from "node:url"
@@ -32,7 +40,9 @@ describe.each(backends)("the typed client against a server process on $name", ({
 
   beforeAll(async () => {
     database = name === "postgres" ? await createTestDatabase(postgresAdminUrl!) : undefined
-    started = await startServerProcess(database === undefined ? { DATA_DIR: ":memory:" } : { DATABASE_URL: database.url })
+    started = await startServerProcess(
+      database === undefined ? { DATA_DIR: ":memory:" } : { DATABASE_URL: database.url }
+    )
     // Enough quota for every test here; the quotas themselves are tested elsewhere.
     apiKey = await started.createKey("enterprise", { perMinute: 10_000, perDay: 100_000 })
   })
@@ -61,7 +71,9 @@ describe.each(backends)("the typed client against a server process on $name", ({
   })
 
   it("creates from a plain object: status defaults to available, the name is trimmed", async () => {
-    const pet = await run(Effect.flatMap(PetstoreClient, (petstore) => petstore.createPet({ name: "  Tom  ", categoryId: 1 })))
+    const pet = await run(
+      Effect.flatMap(PetstoreClient, (petstore) => petstore.createPet({ name: "  Tom  ", categoryId: 1 }))
+    )
     expect(pet).toEqual({ id: expect.any(Number), name: "Tom", categoryId: 1, status: "available" })
   })
 
@@ -119,10 +131,14 @@ describe.each(backends)("the typed client against a server process on $name", ({
   })
 
   it("refuses input the contract refuses, with a SchemaError naming the field", async () => {
-    const blank = await run(Effect.flip(Effect.flatMap(PetstoreClient, (petstore) => petstore.createPet({ name: "   ", categoryId: 1 }))))
+    const blank = await run(
+      Effect.flip(Effect.flatMap(PetstoreClient, (petstore) => petstore.createPet({ name: "   ", categoryId: 1 })))
+    )
     expect(Schema.isSchemaError(blank)).toBe(true)
     expect(String(blank)).toMatch(/name/)
-    const tooMany = await run(Effect.flip(Effect.flatMap(PetstoreClient, (petstore) => petstore.listPets({ limit: 101 }))))
+    const tooMany = await run(
+      Effect.flip(Effect.flatMap(PetstoreClient, (petstore) => petstore.listPets({ limit: 101 })))
+    )
     expect(Schema.isSchemaError(tooMany)).toBe(true)
   })
 
@@ -160,14 +176,17 @@ describe.each(backends)("the typed client against a server process on $name", ({
     expect(result.etag).toMatch(new RegExp(`^"${result.pet.id}\\.\\d+"$`))
     expect(result.stale).toBeInstanceOf(PreconditionFailed)
 
-    const staff = await run(Effect.gen(function*() {
-      const petstore = yield* PetstoreClient
-      const order = yield* petstore.placeOrder({ petId: result.pet.id })
-      const delivered = yield* petstore.deliverOrder(order.id)
-      yield* petstore.deletePet(result.pet.id)
-      const gone = yield* Effect.flip(petstore.getOrder(987654321))
-      return { delivered, gone }
-    }), staffKey)
+    const staff = await run(
+      Effect.gen(function*() {
+        const petstore = yield* PetstoreClient
+        const order = yield* petstore.placeOrder({ petId: result.pet.id })
+        const delivered = yield* petstore.deliverOrder(order.id)
+        yield* petstore.deletePet(result.pet.id)
+        const gone = yield* Effect.flip(petstore.getOrder(987654321))
+        return { delivered, gone }
+      }),
+      staffKey
+    )
     expect(staff.delivered.status).toBe("delivered")
     expect(staff.gone).toBeInstanceOf(NotFound)
   })

@@ -13,11 +13,12 @@ const freshAddress = () => `198.51.100.${++addresses}`
  * What a proxy that appends (nginx's `$proxy_add_x_forwarded_for`, a cloud
  * load balancer) passes on: the client's own header, then the address it saw.
  */
-const appended = (clientWrote: string | undefined, seen: string) => clientWrote === undefined ? seen : `${clientWrote}, ${seen}`
+const appended = (clientWrote: string | undefined, seen: string) =>
+  clientWrote === undefined ? seen : `${clientWrote}, ${seen}`
 
 /** The answers of `burst`, sent again with fresh addresses when the minute turned over midway. */
 const inOneMinute = async (burst: () => Promise<ReadonlyArray<Answer>>) => {
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0;; attempt++) {
     const answers = await burst()
     if (new Set(answers.map((a) => a.headers.get("x-ratelimit-reset"))).size <= 1 || attempt === 2) return answers
   }
@@ -64,7 +65,9 @@ describeOnEachBackend("the client address behind a trusted proxy (TRUST_PROXY=1)
     const answers = await inOneMinute(async () => {
       const network = `2001:db8:${(++addresses).toString(16)}:1`
       const spread: Array<Answer> = []
-      for (let i = 0; i <= ANONYMOUS_LIMIT; i++) spread.push(await pets({ "x-forwarded-for": `[${network}::${i + 1}]:4000` }))
+      for (let i = 0; i <= ANONYMOUS_LIMIT; i++) {
+        spread.push(await pets({ "x-forwarded-for": `[${network}::${i + 1}]:4000` }))
+      }
       return spread
     })
     expect(answers.map((answer) => answer.status)).toEqual([...Array(ANONYMOUS_LIMIT).fill(401), 429])

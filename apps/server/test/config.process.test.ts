@@ -61,7 +61,11 @@ describe("secrets from files (NAME_FILE)", () => {
     const token = "token-from-a-file-0123456789"
     const [port, adminPort] = [await freePort(), await freePort()]
     const server = spawnServer({
-      PORT: String(port), ADMIN_PORT: String(adminPort), HOST: "127.0.0.1", DATA_DIR: ":memory:", LOG_LEVEL: "Info",
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      HOST: "127.0.0.1",
+      DATA_DIR: ":memory:",
+      LOG_LEVEL: "Info",
       ADMIN_TOKEN_FILE: file("admin-token", `${token}\n`)
     })
     try {
@@ -109,16 +113,25 @@ describe("secrets from files (NAME_FILE)", () => {
 
 describe("the configuration log line", () => {
   it.each([
-    [{}, { banThreshold: "<the key's per-minute limit>", otlpEndpoint: "<unset: no traces>", publicBaseUrl: "<from request>" }],
-    [{ BAN_THRESHOLD: "7", PUBLIC_BASE_URL: "https://pets.example.com" }, { banThreshold: 7, publicBaseUrl: "https://pets.example.com/" }]
+    [{}, {
+      banThreshold: "<the key's per-minute limit>",
+      otlpEndpoint: "<unset: no traces>",
+      publicBaseUrl: "<from request>"
+    }],
+    [{ BAN_THRESHOLD: "7", PUBLIC_BASE_URL: "https://pets.example.com" }, {
+      banThreshold: 7,
+      publicBaseUrl: "https://pets.example.com/"
+    }]
   ])("with %j shows every value as a person reads it, never an Option", async (env, expected) => {
     const server = spawnServer({ PORT: String(await freePort()), DATA_DIR: ":memory:", LOG_LEVEL: "Info", ...env })
     try {
       const configuration = () =>
-        server.output().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as {
-          message: string
-          annotations: Record<string, unknown>
-        }).find((line) => line.message === "configuration")
+        server.output().split("\n").filter((line) => line.startsWith("{")).map((line) =>
+          JSON.parse(line) as {
+            message: string
+            annotations: Record<string, unknown>
+          }
+        ).find((line) => line.message === "configuration")
       expect(await eventually(() => configuration() !== undefined, 20_000), server.output()).toBe(true)
       const values = configuration()!.annotations
       expect(values).toMatchObject(expected)

@@ -84,7 +84,12 @@ describe.skipIf(!chromiumAvailable)("the API reference page at /docs, in Chromiu
     expect(Object.entries(sent.headers()).filter(([, value]) => value.trim() === "")).toEqual([])
     expect(JSON.parse(sent.postData() ?? "null")).toMatchObject({ name: "Rex", categoryId: 1 })
     expect(answer.status()).toBe(201)
-    expect(await answer.json()).toMatchObject({ id: expect.any(Number), name: "Rex", categoryId: 1, status: "available" })
+    expect(await answer.json()).toMatchObject({
+      id: expect.any(Number),
+      name: "Rex",
+      categoryId: 1,
+      status: "available"
+    })
     await page.getByRole("dialog").getByText("201 Created").waitFor()
     await context.close()
   })

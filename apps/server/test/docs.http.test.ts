@@ -49,7 +49,9 @@ describe("documentation and links", () => {
       })
     }
     const page = await send(`${server.baseUrl}/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } })
-    expect(page.headers.get("link")).toMatch(/^<https:\/\/pets\.example\.test\/base\/v1\/pets\?limit=1&cursor=[^>]+>; rel="next"$/)
+    expect(page.headers.get("link")).toMatch(
+      /^<https:\/\/pets\.example\.test\/base\/v1\/pets\?limit=1&cursor=[^>]+>; rel="next"$/
+    )
   })
 })
 
@@ -76,7 +78,9 @@ describe("the servers of the OpenAPI document", () => {
         timeout: 20_000
       })
       expect(result.status).toBe(2)
-      expect(result.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^petstore: invalid configuration: OPENAPI_SERVERS: /)])
+      expect(result.stderr.trim().split("\n")).toEqual([
+        expect.stringMatching(/^petstore: invalid configuration: OPENAPI_SERVERS: /)
+      ])
     }
   )
 })

@@ -27,7 +27,9 @@ describe("draining before shutdown", () => {
       timeout: 20_000
     })
     expect(result.status).toBe(2)
-    expect(result.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^petstore: invalid configuration: SHUTDOWN_DRAIN_SECONDS: /)])
+    expect(result.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/^petstore: invalid configuration: SHUTDOWN_DRAIN_SECONDS: /)
+    ])
   })
 
   it("on SIGTERM: /readyz answers 503 at once while every other request, on new connections too, is served; then the listener closes and the process exits 0", async () => {
@@ -39,13 +41,21 @@ describe("draining before shutdown", () => {
 
     server.child.kill("SIGTERM")
     let readyz: Response | undefined
-    const draining = await eventually(async () => {
-      readyz = await fetch(`${origin}/readyz`, { signal: AbortSignal.timeout(30_000) })
-      return readyz.status === 503
-    }, 30_000, 20)
+    const draining = await eventually(
+      async () => {
+        readyz = await fetch(`${origin}/readyz`, { signal: AbortSignal.timeout(30_000) })
+        return readyz.status === 503
+      },
+      30_000,
+      20
+    )
     expect(draining, `/readyz still ${readyz?.status} after SIGTERM:\n${server.output()}`).toBe(true)
     expect(readyz!.headers.get("retry-after")).toMatch(/^[1-9][0-9]*$/)
-    expect(await readyz!.json()).toEqual({ code: "service_unavailable", status: 503, message: "The server is shutting down" })
+    expect(await readyz!.json()).toEqual({
+      code: "service_unavailable",
+      status: 503,
+      message: "The server is shutting down"
+    })
 
     // `fetch` here opens a new connection per request: the listener still accepts, and /v1 is served as usual.
     const [health, pets, created] = await Promise.all([
@@ -64,7 +74,11 @@ describe("draining before shutdown", () => {
     })
     expect(server.child.exitCode).toBeNull()
 
-    const closed = await eventually(async () => (await tryConnect("127.0.0.1", port, 1_000)) === "ECONNREFUSED", (DRAIN_SECONDS + 10) * 1_000, 50)
+    const closed = await eventually(
+      async () => (await tryConnect("127.0.0.1", port, 1_000)) === "ECONNREFUSED",
+      (DRAIN_SECONDS + 10) * 1_000,
+      50
+    )
     expect(closed, `the listener still accepts connections:\n${server.output()}`).toBe(true)
     const exit = await waitForExit(server.child, 15_000)
     expect(exit && { code: exit.code, signal: exit.signal }, server.output()).toEqual({ code: 0, signal: null })

@@ -46,7 +46,11 @@ const STATUSES = ["available", "pending", "sold"] as const
  * `killAfter` pets were acknowledged, while the loops keep sending. Returns the
  * acknowledged pets and how many requests were in flight at the kill.
  */
-const createUntilKilled = async (started: StartedProcess, key: string, options: { concurrency: number; killAfter: number }) => {
+const createUntilKilled = async (
+  started: StartedProcess,
+  key: string,
+  options: { concurrency: number; killAfter: number }
+) => {
   const acknowledged = new Map<number, Pet>()
   let inFlight = 0
   let inFlightAtKill = -1
@@ -102,7 +106,10 @@ const allPets = async (origin: string, key: string) => {
   let next: string | undefined = `${origin}/v1/pets?limit=100`
   for (let page = 0; next !== undefined; page++) {
     expect(page, "more pages than pets could fill").toBeLessThan(1_000)
-    const response: Response = await fetch(next, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(60_000) })
+    const response: Response = await fetch(next, {
+      headers: { authorization: `Bearer ${key}` },
+      signal: AbortSignal.timeout(60_000)
+    })
     expect(response.status, await response.clone().text()).toBe(200)
     pets.push(...((await response.json()) as Array<Pet>))
     next = /<([^>]+)>;\s*rel="next"/.exec(response.headers.get("link") ?? "")?.[1]
@@ -119,15 +126,21 @@ const expectEveryAcknowledgedPet = async (
   const byId = new Map(stored.map((pet) => [pet.id, pet]))
   expect(byId.size, "the walk repeated a pet").toBe(stored.length)
   const lost = [...run.acknowledged.values()].filter((pet) => byId.get(pet.id) === undefined)
-  const changed = [...run.acknowledged.values()].filter((pet) => byId.has(pet.id) && JSON.stringify(byId.get(pet.id)) !== JSON.stringify(pet))
+  const changed = [...run.acknowledged.values()].filter((pet) =>
+    byId.has(pet.id) && JSON.stringify(byId.get(pet.id)) !== JSON.stringify(pet)
+  )
   const summary = `${run.acknowledged.size} acknowledged, ${stored.length} stored, ${run.sent} sent, ` +
     `${run.inFlightAtKill} in flight at the kill; lost ${lost.length}: ${JSON.stringify(lost.slice(0, 5))}; ` +
-    `changed ${changed.length}: ${JSON.stringify(changed.slice(0, 5))}\nrestarted process output:\n${restarted.server.output()}`
+    `changed ${changed.length}: ${
+      JSON.stringify(changed.slice(0, 5))
+    }\nrestarted process output:\n${restarted.server.output()}`
   expect(lost, summary).toEqual([])
   expect(changed, summary).toEqual([])
   // The deprecated single-pet read agrees for a sample.
   for (const pet of [...run.acknowledged.values()].slice(-5)) {
-    const response = await fetch(`${restarted.origin}/v1/pets/${pet.id}`, { headers: { authorization: `Bearer ${key}` } })
+    const response = await fetch(`${restarted.origin}/v1/pets/${pet.id}`, {
+      headers: { authorization: `Bearer ${key}` }
+    })
     expect(response.status, summary).toBe(200)
     expect(await response.json()).toEqual(pet)
   }

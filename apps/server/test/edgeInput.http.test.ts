@@ -20,8 +20,10 @@ describeOnEachBackend("edge input", ({ name }) => {
       headers: { ...bearer(ADMIN_TOKEN), ...(body !== undefined ? { "content-type": "application/json" } : {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {})
     })
-  const createPet = (body: unknown) => send(url("/pets"), { method: "POST", headers: json(customer), body: JSON.stringify(body) })
-  const detailPaths = (answer: { body: { details: Array<{ path: string }> } }) => answer.body.details.map((detail) => detail.path)
+  const createPet = (body: unknown) =>
+    send(url("/pets"), { method: "POST", headers: json(customer), body: JSON.stringify(body) })
+  const detailPaths = (answer: { body: { details: Array<{ path: string }> } }) =>
+    answer.body.details.map((detail) => detail.path)
 
   beforeAll(async () => {
     server = await startServer(name)
@@ -41,7 +43,11 @@ describeOnEachBackend("edge input", ({ name }) => {
           body: JSON.stringify({ name: "Changed" })
         })
         expectError(patched, 412, "precondition_failed")
-        expectError(await send(url(`/pets/${pet.id}`), { method: "DELETE", headers: { ...bearer(staff), "if-match": tag } }), 412, "precondition_failed")
+        expectError(
+          await send(url(`/pets/${pet.id}`), { method: "DELETE", headers: { ...bearer(staff), "if-match": tag } }),
+          412,
+          "precondition_failed"
+        )
       }
       const unchanged = await send(url(`/pets/${pet.id}`), { headers: bearer(customer) })
       expect(unchanged.body.name).toBe("Range")
@@ -49,7 +55,11 @@ describeOnEachBackend("edge input", ({ name }) => {
 
     it("an id in a path beyond 2^53 − 1 is 400 naming the parameter, not another pet's row", async () => {
       for (const id of ["9007199254740993", "9999999999999999"]) {
-        const answer = await send(url(`/pets/${id}`), { method: "PATCH", headers: json(customer), body: JSON.stringify({ name: "x" }) })
+        const answer = await send(url(`/pets/${id}`), {
+          method: "PATCH",
+          headers: json(customer),
+          body: JSON.stringify({ name: "x" })
+        })
         expectError(answer, 400, "invalid_request")
         expect(detailPaths(answer)).toContain("path.petId")
         const order = await send(url(`/store/orders/${id}`), { headers: bearer(customer) })
@@ -96,8 +106,12 @@ describeOnEachBackend("edge input", ({ name }) => {
     })
 
     it("a Host that is no host[:port] is 400 and never reaches Link", async () => {
-      for (const host of ['x>; rel="next", <https://evil.example/steal', "a b", "x:99999", "x:port", "a,b"]) {
-        const answer = await sendRaw(origin(), { method: "GET", path: "/v1/pets?limit=1", headers: { ...bearer(customer), host } })
+      for (const host of ["x>; rel=\"next\", <https://evil.example/steal", "a b", "x:99999", "x:port", "a,b"]) {
+        const answer = await sendRaw(origin(), {
+          method: "GET",
+          path: "/v1/pets?limit=1",
+          headers: { ...bearer(customer), host }
+        })
         expectError(answer, 400, "invalid_request")
         expect(detailPaths(answer)).toEqual(["header.host"])
         expect(answer.headers.get("link")).toBeNull()
@@ -105,9 +119,17 @@ describeOnEachBackend("edge input", ({ name }) => {
       await createPet({ name: "One", categoryId: 1 })
       await createPet({ name: "Two", categoryId: 1 })
       for (const host of ["api.example.com", "api.example.com:8443", "127.0.0.1:9", "[::1]:8080", "pet_store"]) {
-        const answer = await sendRaw(origin(), { method: "GET", path: "/v1/pets?limit=1", headers: { ...bearer(customer), host } })
+        const answer = await sendRaw(origin(), {
+          method: "GET",
+          path: "/v1/pets?limit=1",
+          headers: { ...bearer(customer), host }
+        })
         expect(answer.status).toBe(200)
-        expect(answer.headers.get("link")).toMatch(new RegExp(`^<http://${host.replace(/[.[\]]/g, "\\$&")}/v1/pets\\?limit=1&cursor=[A-Za-z0-9_-]+>; rel="next"$`))
+        expect(answer.headers.get("link")).toMatch(
+          new RegExp(
+            `^<http://${host.replace(/[.[\]]/g, "\\$&")}/v1/pets\\?limit=1&cursor=[A-Za-z0-9_-]+>; rel="next"$`
+          )
+        )
       }
     })
 
@@ -120,11 +142,17 @@ describeOnEachBackend("edge input", ({ name }) => {
         body: JSON.stringify({ name: "Changed" })
       })
       expectError(patched, 404, "not_found")
-      for (const path of [`/v1/pets;x`, `/v1/pets/${pet.id}#x`, "/healthz;x", "/docs;x", "/v1/openapi.json;x", "/readyz#x"]) {
+      for (
+        const path of [`/v1/pets;x`, `/v1/pets/${pet.id}#x`, "/healthz;x", "/docs;x", "/v1/openapi.json;x", "/readyz#x"]
+      ) {
         expectError(await sendRaw(origin(), { method: "GET", path, headers: bearer(customer) }), 404, "not_found")
       }
       for (const path of ["/admin/keys;x", "/metrics;x", "/admin/keys#x"]) {
-        expectError(await sendRaw(server.adminUrl, { method: "GET", path, headers: bearer(ADMIN_TOKEN) }), 404, "not_found")
+        expectError(
+          await sendRaw(server.adminUrl, { method: "GET", path, headers: bearer(ADMIN_TOKEN) }),
+          404,
+          "not_found"
+        )
       }
       expect((await send(url(`/pets/${pet.id}`), { headers: bearer(customer) })).body.name).toBe("Semicolon")
       // Encoded, the same characters are part of the parameter, and validated as such.
@@ -157,7 +185,11 @@ describeOnEachBackend("edge input", ({ name }) => {
       expectError(created, 400, "invalid_request")
       expect(detailPaths(created)).toEqual(["body.name"])
       const pet = (await createPet({ name: "Plain", categoryId: 1 })).body
-      const patched = await send(url(`/pets/${pet.id}`), { method: "PATCH", headers: json(customer), body: JSON.stringify({ name }) })
+      const patched = await send(url(`/pets/${pet.id}`), {
+        method: "PATCH",
+        headers: json(customer),
+        body: JSON.stringify({ name })
+      })
       expectError(patched, 400, "invalid_request")
       expect(detailPaths(patched)).toEqual(["body.name"])
     })

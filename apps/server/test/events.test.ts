@@ -17,7 +17,9 @@ const services = (database: Layer.Layer<Database, unknown>) =>
 const addKey = (id: string, role: "customer" | "staff") =>
   Effect.gen(function*() {
     const db = yield* Database
-    yield* db.query(sql`INSERT INTO api_keys (id, secret_hash, name, plan, role) VALUES (${id}, ${`hash-${id}`}, ${id}, 'free', ${role})`)
+    yield* db.query(
+      sql`INSERT INTO api_keys (id, secret_hash, name, plan, role) VALUES (${id}, ${`hash-${id}`}, ${id}, 'free', ${role})`
+    )
   })
 
 const everything = (scope: { apiKeyId: string; staff: boolean }, after: EventPosition = START) =>
@@ -57,8 +59,10 @@ describeOnEachBackend("Events", ({ name }) => {
         yield* pets.update(pet.id, { name: "Max" }, { _tag: "Any" })
         const order = yield* orders.place(pet.id, "alice")
         yield* orders.move({ _tag: "Every" }, order.id, "delivered")
-        const failed = yield* db.query(sql`WITH p AS (INSERT INTO pets (name, category_id, status) VALUES ('Ghost', 1, 'available') RETURNING id)
-          SELECT 1 / 0 FROM p`).pipe(Effect.flip)
+        const failed = yield* db.query(
+          sql`WITH p AS (INSERT INTO pets (name, category_id, status) VALUES ('Ghost', 1, 'available') RETURNING id)
+          SELECT 1 / 0 FROM p`
+        ).pipe(Effect.flip)
         assert.ok(failed)
 
         const seen = (yield* atLeast(staff, before + 6)).slice(before)
@@ -70,8 +74,18 @@ describeOnEachBackend("Events", ({ name }) => {
         const ofType = (type: string, nth = 0) => seen.filter((event) => event.type === type)[nth]!
         for (const event of seen) assert.match(event.id, /^evt_[0-9a-f]{32}$/)
         assert.deepStrictEqual(seen[1]!.data, { id: pet.id, name: "Max", categoryId: 1, status: "available" })
-        assert.deepStrictEqual(ofType("pet.updated", 1).data, { id: pet.id, name: "Max", categoryId: 1, status: "pending" })
-        assert.deepStrictEqual(ofType("pet.updated", 2).data, { id: pet.id, name: "Max", categoryId: 1, status: "sold" })
+        assert.deepStrictEqual(ofType("pet.updated", 1).data, {
+          id: pet.id,
+          name: "Max",
+          categoryId: 1,
+          status: "pending"
+        })
+        assert.deepStrictEqual(ofType("pet.updated", 2).data, {
+          id: pet.id,
+          name: "Max",
+          categoryId: 1,
+          status: "sold"
+        })
         assert.deepStrictEqual(ofType("order.placed").data, order)
         assert.strictEqual((ofType("order.delivered").data as { status: string }).status, "delivered")
         assert.isFalse(seen.some((event) => JSON.stringify(event.data).includes("Ghost")))
@@ -79,7 +93,12 @@ describeOnEachBackend("Events", ({ name }) => {
         // Bob sees the pet events, not Alice's order; Alice sees both.
         const bob = (yield* everything({ apiKeyId: "bob", staff: false })).events
           .filter((event) => seen.some((mine) => mine.id === event.id))
-        assert.deepStrictEqual(bob.map((event) => event.type), ["pet.created", "pet.updated", "pet.updated", "pet.updated"])
+        assert.deepStrictEqual(bob.map((event) => event.type), [
+          "pet.created",
+          "pet.updated",
+          "pet.updated",
+          "pet.updated"
+        ])
         const alice = (yield* everything({ apiKeyId: "alice", staff: false })).events
           .filter((event) => seen.some((mine) => mine.id === event.id))
         assert.strictEqual(alice.length, 6)
@@ -123,7 +142,11 @@ describeOnEachBackend("Events", ({ name }) => {
           SELECT n::text::xid8, 'pet.created', 'public', jsonb_build_object('digits', n) FROM unnest(ARRAY[9, 10, 11]) AS n`)
         const digits = (page: { events: ReadonlyArray<{ data: unknown }> }) =>
           page.events.map((event) => (event.data as { digits?: number }).digits)
-        assert.deepStrictEqual(digits(yield* events.list(staff, { limit: 3, type: undefined, after: START })), [9, 10, 11])
+        assert.deepStrictEqual(digits(yield* events.list(staff, { limit: 3, type: undefined, after: START })), [
+          9,
+          10,
+          11
+        ])
         // A page at a time: each once, in order, then the rest of the log.
         const walked: Array<number | undefined> = []
         let after = START
@@ -164,8 +187,12 @@ describe("Events on postgres, with transactions that commit out of order", needs
         const early = yield* Effect.promise(() => client.reserve())
         // The early transaction writes first (lower tx, lower seq) and commits last.
         yield* Effect.promise(() => early`BEGIN`)
-        yield* Effect.promise(() => early`INSERT INTO pets (name, category_id, status) VALUES ('Early', 1, 'available')`)
-        yield* Effect.promise(() => client`INSERT INTO pets (name, category_id, status) VALUES ('Late', 1, 'available')`)
+        yield* Effect.promise(() =>
+          early`INSERT INTO pets (name, category_id, status) VALUES ('Early', 1, 'available')`
+        )
+        yield* Effect.promise(() =>
+          client`INSERT INTO pets (name, category_id, status) VALUES ('Late', 1, 'available')`
+        )
         // "Late" is listed once every other transaction of the cluster has ended, but never before "Early".
         yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 200)))
         const first = yield* events.list(staff, { limit: 100, type: undefined, after: START })

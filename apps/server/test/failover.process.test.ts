@@ -17,7 +17,16 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync, chownSync } from "no
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
-import { eventually, freePort, json, postgresBinDir, send, startPostgresCluster, startServerProcess, type StartedProcess } from "@petstore/test-support"
+import {
+  eventually,
+  freePort,
+  json,
+  postgresBinDir,
+  send,
+  startPostgresCluster,
+  startServerProcess,
+  type StartedProcess
+} from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
 
 /** The README's bound: the server writes again this soon after the standby is promoted (measured: well under it). */
@@ -34,7 +43,8 @@ const bin = (name: string) => join(postgresBinDir()!, name)
 const run = promisify(execFile)
 const asPostgres = (command: string, args: ReadonlyArray<string>) =>
   execFileSync("runuser", ["-u", "postgres", "--", bin(command), ...args], { stdio: "pipe", encoding: "utf8" })
-const passwd = () => readFileSync("/etc/passwd", "utf8").split("\n").find((line) => line.startsWith("postgres:"))!.split(":")
+const passwd = () =>
+  readFileSync("/etc/passwd", "utf8").split("\n").find((line) => line.startsWith("postgres:"))!.split(":")
 
 /** A primary with synchronous replication to `standby1`, and that standby, running. */
 const startPair = async () => {
@@ -47,36 +57,88 @@ const startPair = async () => {
     hba: ["host all all 127.0.0.1/32 trust", "host replication all 127.0.0.1/32 trust"]
   })
   cleanup.push(() => primary.destroy())
-  asPostgres("psql", ["-h", primary.dir, "-p", String(primaryPort), "-U", "postgres", "-qc", "CREATE DATABASE petstore"])
+  asPostgres("psql", [
+    "-h",
+    primary.dir,
+    "-p",
+    String(primaryPort),
+    "-U",
+    "postgres",
+    "-qc",
+    "CREATE DATABASE petstore"
+  ])
   const standbyPort = await freePort()
   const standbyDir = mkdtempSync(join(tmpdir(), "petstore-standby-"))
   const [, , uid, gid] = passwd()
   chownSync(standbyDir, Number(uid), Number(gid))
   const standbyData = join(standbyDir, "data")
   cleanup.push(() => rmSync(standbyDir, { recursive: true, force: true }))
-  asPostgres("pg_basebackup", ["-h", "127.0.0.1", "-p", String(primaryPort), "-U", "postgres", "-D", standbyData, "-R", "-X", "stream", "-c", "fast", "--no-sync"])
+  asPostgres("pg_basebackup", [
+    "-h",
+    "127.0.0.1",
+    "-p",
+    String(primaryPort),
+    "-U",
+    "postgres",
+    "-D",
+    standbyData,
+    "-R",
+    "-X",
+    "stream",
+    "-c",
+    "fast",
+    "--no-sync"
+  ])
   appendFileSync(
     join(standbyData, "postgresql.conf"),
-    [`port = ${standbyPort}`, `unix_socket_directories = '${standbyDir}'`, "cluster_name = 'standby1'", "synchronous_standby_names = ''"].join("\n") + "\n"
+    [
+      `port = ${standbyPort}`,
+      `unix_socket_directories = '${standbyDir}'`,
+      "cluster_name = 'standby1'",
+      "synchronous_standby_names = ''"
+    ].join("\n") + "\n"
   )
   const pgCtl = (...args: Array<string>) => asPostgres("pg_ctl", ["-D", standbyData, ...args])
   pgCtl("-l", join(standbyDir, "postgres.log"), "-w", "-t", "60", "start")
   cleanup.push(() => void pgCtl("-m", "immediate", "-w", "stop"))
   // Synchronous from here on: commits wait for standby1 (set once it streams, or they would wait for nothing).
-  asPostgres("psql", ["-h", primary.dir, "-p", String(primaryPort), "-U", "postgres", "-qc", "ALTER SYSTEM SET synchronous_standby_names = 'standby1'", "-c", "SELECT pg_reload_conf()"])
-  for (let tries = 0; ; tries++) {
-    const state = asPostgres("psql", ["-h", primary.dir, "-p", String(primaryPort), "-U", "postgres", "-Atc", "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1'"]).trim()
+  asPostgres("psql", [
+    "-h",
+    primary.dir,
+    "-p",
+    String(primaryPort),
+    "-U",
+    "postgres",
+    "-qc",
+    "ALTER SYSTEM SET synchronous_standby_names = 'standby1'",
+    "-c",
+    "SELECT pg_reload_conf()"
+  ])
+  for (let tries = 0;; tries++) {
+    const state = asPostgres("psql", [
+      "-h",
+      primary.dir,
+      "-p",
+      String(primaryPort),
+      "-U",
+      "postgres",
+      "-Atc",
+      "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1'"
+    ]).trim()
     if (state === "sync") break
     if (tries > 300) throw new Error(`the standby is not synchronous: ${state}`)
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-  const standbyPsql = (sql: string) => asPostgres("psql", ["-h", standbyDir, "-p", String(standbyPort), "-U", "postgres", "-d", "petstore", "-Atc", sql]).trim()
+  const standbyPsql = (sql: string) =>
+    asPostgres("psql", ["-h", standbyDir, "-p", String(standbyPort), "-U", "postgres", "-d", "petstore", "-Atc", sql])
+      .trim()
   return {
     url: `postgres://postgres@127.0.0.1:${primaryPort},127.0.0.1:${standbyPort}/petstore?target_session_attrs=primary`,
     primary,
     primaryPid: () => Number(readFileSync(join(primary.dir, "data", "postmaster.pid"), "utf8").split("\n")[0]),
     // Not synchronous: the writers (in this process) must go on while it runs, or the times measured would be the test's own.
-    promote: () => run("runuser", ["-u", "postgres", "--", bin("pg_ctl"), "-D", standbyData, "-w", "-t", "60", "promote"]),
+    promote: () =>
+      run("runuser", ["-u", "postgres", "--", bin("pg_ctl"), "-D", standbyData, "-w", "-t", "60", "promote"]),
     standbyPsql
   }
 }
@@ -107,7 +169,10 @@ const startWriters = (started: StartedProcess, key: string) => {
 const spendQuota = async (started: StartedProcess, key: string, most: number) => {
   let admitted = 0
   for (let n = 0; n < most; n++) {
-    const answer = await send(`${started.origin}/v1/pets?limit=1`, { headers: json(key), signal: AbortSignal.timeout(30_000) })
+    const answer = await send(`${started.origin}/v1/pets?limit=1`, {
+      headers: json(key),
+      signal: AbortSignal.timeout(30_000)
+    })
     if (answer.status === 429) return admitted
     expect(answer.status, answer.text).toBe(200)
     admitted++
@@ -132,7 +197,10 @@ const failover = async (how: "crash" | "freeze") => {
     process.kill(pid, "SIGKILL")
     await run("pkill", ["-KILL", "-P", String(pid)]).catch(() => undefined)
   } else {
-    frozen.push(pid, ...(await run("pgrep", ["-P", String(pid)], { encoding: "utf8" })).stdout.trim().split("\n").map(Number))
+    frozen.push(
+      pid,
+      ...(await run("pgrep", ["-P", String(pid)], { encoding: "utf8" })).stdout.trim().split("\n").map(Number)
+    )
     for (const each of frozen) process.kill(each, "SIGSTOP")
     cleanup.push(() => {
       for (const each of frozen) {
@@ -154,9 +222,16 @@ const failover = async (how: "crash" | "freeze") => {
   await new Promise((resolve) => setTimeout(resolve, 2_000))
   await writers.stop()
   const before = writers.acknowledged.filter((write) => write.at <= lostAt).at(-1)
-  const after = (await firstAfter())
-  const summary = `${how}: ${writers.acknowledged.length} writes acknowledged, statuses ${JSON.stringify([...writers.statuses])}; ` +
-    `writes resumed ${after === undefined ? "never" : `${after.at - promotedAt} ms after the promotion completed, ${after.at - (before?.at ?? lostAt)} ms after the last write before the primary was lost`}`
+  const after = await firstAfter()
+  const summary =
+    `${how}: ${writers.acknowledged.length} writes acknowledged, statuses ${JSON.stringify([...writers.statuses])}; ` +
+    `writes resumed ${
+      after === undefined
+        ? "never"
+        : `${after.at - promotedAt} ms after the promotion completed, ${
+          after.at - (before?.at ?? lostAt)
+        } ms after the last write before the primary was lost`
+    }`
   console.info(summary)
   expect(after, `${summary}\n${started.server.output().slice(-3_000)}`).toBeDefined()
   expect(after!.at - promotedAt, summary).toBeLessThan(FAILOVER_BOUND_MS)
@@ -168,17 +243,35 @@ const failover = async (how: "crash" | "freeze") => {
   expect(present, summary).toBe(ids.length)
   // Once every pooled connection has left the old primary (a frozen one's are closed after the query
   // timeout, as they are used) …
-  const settled = await eventually(async () => {
-    const answers = await Promise.all(Array.from({ length: 20 }, () =>
-      send(`${started.origin}/v1/pets?limit=1`, { headers: json(writeKey), signal: AbortSignal.timeout(30_000) }).then((a) => a.status, () => 0)))
-    return answers.every((status) => status === 200)
-  }, FAILOVER_BOUND_MS, 100)
+  const settled = await eventually(
+    async () => {
+      const answers = await Promise.all(
+        Array.from(
+          { length: 20 },
+          () =>
+            send(`${started.origin}/v1/pets?limit=1`, { headers: json(writeKey), signal: AbortSignal.timeout(30_000) })
+              .then((a) => a.status, () => 0)
+        )
+      )
+      return answers.every((status) => status === 200)
+    },
+    FAILOVER_BOUND_MS,
+    100
+  )
   expect(settled, summary).toBe(true)
   // … the rest of the day's quota, exactly, on the new primary.
   expect(await spendQuota(started, quotaKey, DAILY_LIMIT)).toBe(DAILY_LIMIT / 2)
 }
 
-describe.runIf(postgresBinDir() !== undefined || process.env.CI === "true")("through a failover to a synchronous standby", needsPostgres, () => {
-  it("primary crashed, standby promoted: every acknowledged write kept, quotas exact, writes again within the bound", () => failover("crash"), 240_000)
-  it("primary frozen (SIGSTOP, sockets open), standby promoted: the same", () => failover("freeze"), 240_000)
-})
+describe.runIf(postgresBinDir() !== undefined || process.env.CI === "true")(
+  "through a failover to a synchronous standby",
+  needsPostgres,
+  () => {
+    it(
+      "primary crashed, standby promoted: every acknowledged write kept, quotas exact, writes again within the bound",
+      () => failover("crash"),
+      240_000
+    )
+    it("primary frozen (SIGSTOP, sockets open), standby promoted: the same", () => failover("freeze"), 240_000)
+  }
+)

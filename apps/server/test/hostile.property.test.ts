@@ -64,7 +64,9 @@ beforeAll(async () => {
       headers: jsonAuth(),
       body: JSON.stringify({ name: `Seed ${i}`, categoryId: 1 })
     })
-    if (created.kind !== "response" || created.status !== 201) throw new Error(`seeding failed: ${JSON.stringify(created)}`)
+    if (created.kind !== "response" || created.status !== 201) {
+      throw new Error(`seeding failed: ${JSON.stringify(created)}`)
+    }
   }
 })
 
@@ -86,7 +88,9 @@ function show(answer: RawAnswer): string {
 
 const context = (request: RawRequest, answer: RawAnswer) =>
   `${request.method} ${request.path.slice(0, 300)}${
-    request.body === undefined ? "" : ` body(${Buffer.byteLength(request.body)} B) ${String(request.body).slice(0, 200)}`
+    request.body === undefined
+      ? ""
+      : ` body(${Buffer.byteLength(request.body)} B) ${String(request.body).slice(0, 200)}`
   }\n→ ${show(answer)}`
 
 /** Node's own refusal of a header section too large: nothing of the service's. */
@@ -150,7 +154,18 @@ const nameLike = fc.oneof(
 const hostileJson = fc.jsonValue({ maxDepth: 4, stringUnit: "binary" }).filter((v) => noNul(JSON.stringify(v)))
 const categoryLike = fc.oneof(
   fc.integer({ min: -3, max: 1_000 }),
-  fc.constantFrom(0, 1, -0, 1.5, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1, 2 ** 63, 1e21, -1, Number.MIN_VALUE),
+  fc.constantFrom(
+    0,
+    1,
+    -0,
+    1.5,
+    Number.MAX_SAFE_INTEGER,
+    Number.MAX_SAFE_INTEGER + 1,
+    2 ** 63,
+    1e21,
+    -1,
+    Number.MIN_VALUE
+  ),
   fc.double(),
   hostileJson
 )
@@ -161,14 +176,18 @@ const extraKey = fc.oneof(
 )
 /** Something shaped like a NewPet, with each field possibly missing, of the wrong type, or hostile. */
 const petLikeBody = fc.tuple(
-  fc.record({ name: fc.oneof(nameLike, hostileJson), categoryId: categoryLike, status: statusLike }, { requiredKeys: [] }),
+  fc.record({ name: fc.oneof(nameLike, hostileJson), categoryId: categoryLike, status: statusLike }, {
+    requiredKeys: []
+  }),
   fc.oneof({ weight: 4, arbitrary: fc.constant([] as Array<[string, fc.JsonValue]>) }, {
     weight: 1,
     arbitrary: fc.array(fc.tuple(extraKey, hostileJson), { maxLength: 3 })
   })
 ).map(([fields, extras]) => {
   const body: Record<string, unknown> = { ...fields }
-  for (const [k, v] of extras) Object.defineProperty(body, k, { value: v, enumerable: true, writable: true, configurable: true })
+  for (const [k, v] of extras) {
+    Object.defineProperty(body, k, { value: v, enumerable: true, writable: true, configurable: true })
+  }
   return body
 })
 
@@ -187,7 +206,10 @@ const expectedPet = (parsed: unknown): { name: string; categoryId: number; statu
   const trimmed = name.trim()
   const stored = trimmed.normalize("NFC")
   if (stored.length < 1 || stored.length > 100 || [...trimmed].length > 100) return undefined
-  if (/[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u.test(stored) || /^[\p{White_Space}\p{Default_Ignorable_Code_Point}\u2800]*$/u.test(stored)) {
+  if (
+    /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u.test(stored) ||
+    /^[\p{White_Space}\p{Default_Ignorable_Code_Point}\u2800]*$/u.test(stored)
+  ) {
     return undefined
   }
   if (typeof categoryId !== "number" || !Number.isSafeInteger(categoryId) || categoryId < 1) return undefined
@@ -207,13 +229,19 @@ const expectCreated = (
   expect(answer.headers.location, where).toBe(`/v1/pets/${answer.body.id}`)
 }
 
-const expectInvalid = (request: RawRequest, answer: Extract<RawAnswer, { kind: "response" }>, paths?: ReadonlyArray<string>) => {
+const expectInvalid = (
+  request: RawRequest,
+  answer: Extract<RawAnswer, { kind: "response" }>,
+  paths?: ReadonlyArray<string>
+) => {
   const where = context(request, answer)
   expect(answer.status, where).toBe(400)
   expect(answer.body.code, where).toBe("invalid_request")
   expect(Array.isArray(answer.body.details) && answer.body.details.length > 0, where).toBe(true)
   if (paths !== undefined) {
-    expect([...new Set(answer.body.details.map((d: { path: string }) => d.path))].sort(), where).toEqual([...paths].sort())
+    expect([...new Set(answer.body.details.map((d: { path: string }) => d.path))].sort(), where).toEqual(
+      [...paths].sort()
+    )
   }
 }
 
@@ -224,10 +252,24 @@ const pct = (s: string, everything = false) =>
     const c = String.fromCharCode(byte)
     return !everything && byte < 0x80 && UNRESERVED.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`
   }).join("")
-const pctBytes = (bytes: Uint8Array) => [...bytes].map((b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`).join("")
+const pctBytes = (bytes: Uint8Array) =>
+  [...bytes].map((b) => `%${b.toString(16).toUpperCase().padStart(2, "0")}`).join("")
 
 /** Escapes no decoder accepts: bad hex, truncated, overlong or surrogate UTF-8, a lone `%`. */
-const brokenEscape = fc.constantFrom("%", "%z", "%zz", "%G0", "%%", "%E0%80", "%C0%AF", "%ED%A0%80", "%FF", "%F4%90%80%80", "%C3", "%e2%82")
+const brokenEscape = fc.constantFrom(
+  "%",
+  "%z",
+  "%zz",
+  "%G0",
+  "%%",
+  "%E0%80",
+  "%C0%AF",
+  "%ED%A0%80",
+  "%FF",
+  "%F4%90%80%80",
+  "%C3",
+  "%e2%82"
+)
 
 const encodeCursor = (afterId: bigint | number | string) => Buffer.from(`after:${afterId}`).toString("base64url")
 
@@ -266,15 +308,33 @@ describe("hostile input against the real server", () => {
     ).map(String)
     const otherLiteral = fc.oneof(
       fc.constantFrom(
-        "1e400", "-1e400", "1e-400", "1E2", "1.0", "1.5", "0.0", "-0", "9007199254740991.0", "9.007199254740993e15",
-        "1e16", "1e308", "123456789012345678901234567890e-20", "1" + "0".repeat(400), "0.1e1"
+        "1e400",
+        "-1e400",
+        "1e-400",
+        "1E2",
+        "1.0",
+        "1.5",
+        "0.0",
+        "-0",
+        "9007199254740991.0",
+        "9.007199254740993e15",
+        "1e16",
+        "1e308",
+        "123456789012345678901234567890e-20",
+        "1" + "0".repeat(400),
+        "0.1e1"
       ),
       fc.tuple(fc.bigInt({ min: 0n, max: 2n ** 60n }), fc.nat(999_999)).map(([i, f]) => `${i}.${f}`),
       fc.tuple(fc.integer({ min: -99, max: 99 }), fc.integer({ min: -400, max: 400 })).map(([m, e]) => `${m}e${e}`)
     )
     await fc.assert(
       fc.asyncProperty(fc.oneof(integerLiteral, otherLiteral), async (literal) => {
-        const request = { method: "POST", path: "/v1/pets", headers: jsonAuth(), body: `{"name":"Numbers","categoryId":${literal}}` }
+        const request = {
+          method: "POST",
+          path: "/v1/pets",
+          headers: jsonAuth(),
+          body: `{"name":"Numbers","categoryId":${literal}}`
+        }
         const answer = expectServiceAnswer(request, await send(request))
         const exact = /^-?[0-9]+$/.test(literal) ? BigInt(literal) : undefined
         const valid = exact !== undefined
@@ -288,7 +348,10 @@ describe("hostile input against the real server", () => {
           expectInvalid(request, answer, ["body.categoryId"])
         }
       }),
-      { numRuns: 200, examples: [["9007199254740993"], ["9223372036854775808"], ["18446744073709551616"], ["9007199254740991"]] }
+      {
+        numRuns: 200,
+        examples: [["9007199254740993"], ["9223372036854775808"], ["18446744073709551616"], ["9007199254740991"]]
+      }
     )
   })
 
@@ -297,7 +360,11 @@ describe("hostile input against the real server", () => {
       depth: fc.integer({ min: 1, max: 12_000 }),
       nest: fc.constantFrom("array", "object", "mixed"),
       where: fc.constantFrom("root", "name", "extra", "valid-padded"),
-      padding: fc.oneof(fc.integer({ min: 0, max: 20_000 }), fc.integer({ min: 16_000, max: 17_000 }), fc.integer({ min: 0, max: 1_000_000 })),
+      padding: fc.oneof(
+        fc.integer({ min: 0, max: 20_000 }),
+        fc.integer({ min: 16_000, max: 17_000 }),
+        fc.integer({ min: 0, max: 1_000_000 })
+      ),
       chunked: fc.boolean()
     })
     const nested = (depth: number, nest: string) => {
@@ -345,15 +412,38 @@ describe("hostile input against the real server", () => {
 
   it("NUL bytes in JSON strings, query values and path parameters: never a 5xx", async () => {
     const withNul = fc.tuple(text(10), text(10)).map(([a, b]) => `${a}\u0000${b}`)
-    const place = fc.constantFrom("name", "status", "extra-key", "query-status", "query-cursor", "query-limit", "path-petId")
+    const place = fc.constantFrom(
+      "name",
+      "status",
+      "extra-key",
+      "query-status",
+      "query-cursor",
+      "query-limit",
+      "path-petId"
+    )
     await fc.assert(
       fc.asyncProperty(place, withNul, async (where, value) => {
         const request: RawRequest = where === "name"
-          ? { method: "POST", path: "/v1/pets", headers: jsonAuth(), body: JSON.stringify({ name: `Rex${value}`.slice(0, 100), categoryId: 1 }) }
+          ? {
+            method: "POST",
+            path: "/v1/pets",
+            headers: jsonAuth(),
+            body: JSON.stringify({ name: `Rex${value}`.slice(0, 100), categoryId: 1 })
+          }
           : where === "status"
-          ? { method: "POST", path: "/v1/pets", headers: jsonAuth(), body: JSON.stringify({ name: "Rex", categoryId: 1, status: value }) }
+          ? {
+            method: "POST",
+            path: "/v1/pets",
+            headers: jsonAuth(),
+            body: JSON.stringify({ name: "Rex", categoryId: 1, status: value })
+          }
           : where === "extra-key"
-          ? { method: "POST", path: "/v1/pets", headers: jsonAuth(), body: `{"name":"Rex","categoryId":1,${JSON.stringify(value)}:1}` }
+          ? {
+            method: "POST",
+            path: "/v1/pets",
+            headers: jsonAuth(),
+            body: `{"name":"Rex","categoryId":1,${JSON.stringify(value)}:1}`
+          }
           : where === "path-petId"
           ? { method: "GET", path: `/v1/pets/${pct(value)}`, headers: auth() }
           : { method: "GET", path: `/v1/pets?${where.slice("query-".length)}=${pct(value)}`, headers: auth() }
@@ -378,7 +468,14 @@ describe("hostile input against the real server", () => {
     const statusValue = fc.oneof(fc.constantFrom(...STATUSES, "SOLD", "sold ", "", "adopted"), text(8))
     const cursorValue = fc.oneof(
       fc.bigInt({ min: -5n, max: 2n ** 60n }).map(encodeCursor),
-      fc.constantFrom(encodeCursor(Number.MAX_SAFE_INTEGER), encodeCursor("9007199254740992"), encodeCursor("01"), "after:1", "", "===="),
+      fc.constantFrom(
+        encodeCursor(Number.MAX_SAFE_INTEGER),
+        encodeCursor("9007199254740992"),
+        encodeCursor("01"),
+        "after:1",
+        "",
+        "===="
+      ),
       text(12).map((s) => Buffer.from(s).toString("base64url")),
       text(12)
     )
@@ -387,7 +484,10 @@ describe("hostile input against the real server", () => {
       fc.record({ key: fc.constant("limit"), value: limitValue }),
       fc.record({ key: fc.constant("status"), value: statusValue }),
       fc.record({ key: fc.constant("cursor"), value: cursorValue }),
-      fc.record({ key: fc.oneof(fc.constantFrom("LIMIT", "Status", "cursor[]", "limit ", "foo", "%zz", "&", "="), text(6)), value: text(10) })
+      fc.record({
+        key: fc.oneof(fc.constantFrom("LIMIT", "Status", "cursor[]", "limit ", "foo", "%zz", "&", "="), text(6)),
+        value: text(10)
+      })
     ).chain(({ key, value }) =>
       fc.record({
         key: fc.constant(key),
@@ -418,11 +518,17 @@ describe("hostile input against the real server", () => {
         }
         const schemaErrors: Array<string> = []
         const limit = single("limit")
-        if (occurrences("limit").length > 0 && !(limit !== undefined && /^[1-9][0-9]{0,15}$/.test(limit) && Number(limit) <= 100)) {
+        if (
+          occurrences("limit").length > 0 &&
+          !(limit !== undefined && /^[1-9][0-9]{0,15}$/.test(limit) && Number(limit) <= 100)
+        ) {
           schemaErrors.push("query.limit")
         }
         const status = single("status")
-        if (occurrences("status").length > 0 && !(status !== undefined && (STATUSES as ReadonlyArray<string>).includes(status))) {
+        if (
+          occurrences("status").length > 0 &&
+          !(status !== undefined && (STATUSES as ReadonlyArray<string>).includes(status))
+        ) {
           schemaErrors.push("query.status")
         }
         if (occurrences("cursor").length > 1) schemaErrors.push("query.cursor")
@@ -433,14 +539,21 @@ describe("hostile input against the real server", () => {
         else {
           expect(answer.status, context(request, answer)).toBe(200)
           expect(Array.isArray(answer.body), context(request, answer)).toBe(true)
-          expect(answer.body.length, context(request, answer)).toBeLessThanOrEqual(limit === undefined ? 20 : Number(limit))
-          if (status !== undefined) for (const pet of answer.body) expect(pet.status).toBe(status)
+          expect(answer.body.length, context(request, answer)).toBeLessThanOrEqual(
+            limit === undefined ? 20 : Number(limit)
+          )
+          if (status !== undefined) { for (const pet of answer.body) expect(pet.status).toBe(status) }
         }
       }),
       {
         numRuns: 200,
         examples: [
-          [[{ key: "limit", value: "1", encodeKey: false, broken: undefined }, { key: "limit", value: "1", encodeKey: false, broken: undefined }]],
+          [[{ key: "limit", value: "1", encodeKey: false, broken: undefined }, {
+            key: "limit",
+            value: "1",
+            encodeKey: false,
+            broken: undefined
+          }]],
           [[{ key: "limit", value: "5", encodeKey: false, broken: "%zz" }]],
           [[{ key: "cursor", value: encodeCursor("99999999999999999999"), encodeKey: true, broken: undefined }]]
         ]
@@ -452,7 +565,18 @@ describe("hostile input against the real server", () => {
     const segment = fc.oneof(
       fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String),
       fc.tuple(fc.constantFrom("0", "00", "+", "-", " ", ""), fc.nat(1_000)).map(([p, n]) => `${p}${n}`),
-      fc.constantFrom("9007199254740991", "9007199254740992", "9999999999999999", "1.0", "1e3", "0x1", "١", "1 ", "1/2", "\ud800"),
+      fc.constantFrom(
+        "9007199254740991",
+        "9007199254740992",
+        "9999999999999999",
+        "1.0",
+        "1e3",
+        "0x1",
+        "١",
+        "1 ",
+        "1/2",
+        "\ud800"
+      ),
       text(20),
       fc.integer({ min: 90, max: 300 }).map((n) => "7".repeat(n)),
       fc.tuple(fc.integer({ min: 1, max: 200 }), fc.constantFrom("a", "é", "%")).map(([n, c]) => c.repeat(n))
@@ -477,10 +601,21 @@ describe("hostile input against the real server", () => {
   })
 
   it("broken percent-encoding anywhere in a path under /v1: an Error body (400 or 404), never an empty answer", async () => {
-    const plainSegment = fc.oneof(fc.constantFrom("pets", "rate_limit", "1", "v1", "x"), fc.stringMatching(/^[A-Za-z0-9._~-]{1,8}$/))
-    const brokenSegment = fc.tuple(fc.stringMatching(/^[A-Za-z0-9]{0,4}$/), brokenEscape, fc.stringMatching(/^[A-Za-z0-9]{0,4}$/))
+    const plainSegment = fc.oneof(
+      fc.constantFrom("pets", "rate_limit", "1", "v1", "x"),
+      fc.stringMatching(/^[A-Za-z0-9._~-]{1,8}$/)
+    )
+    const brokenSegment = fc.tuple(
+      fc.stringMatching(/^[A-Za-z0-9]{0,4}$/),
+      brokenEscape,
+      fc.stringMatching(/^[A-Za-z0-9]{0,4}$/)
+    )
       .map(([a, e, b]) => `${a}${e}${b}`)
-    const path = fc.tuple(fc.array(plainSegment, { maxLength: 2 }), brokenSegment, fc.array(plainSegment, { maxLength: 2 }))
+    const path = fc.tuple(
+      fc.array(plainSegment, { maxLength: 2 }),
+      brokenSegment,
+      fc.array(plainSegment, { maxLength: 2 })
+    )
       .map(([before, broken, after]) => `/v1/${[...before, broken, ...after].join("/")}`)
     await fc.assert(
       fc.asyncProperty(path, fc.constantFrom("GET", "POST", "DELETE", "HEAD"), async (p, method) => {
@@ -495,10 +630,28 @@ describe("hostile input against the real server", () => {
   it("any method on any path under /v1: the Error shape, a 405 whose Allow never lists the refused method, HEAD without a body", async () => {
     const methods = METHODS.filter((m) => m !== "CONNECT" && m !== "PRI")
     const segment = fc.oneof(
-      fc.constantFrom("pets", "rate_limit", "openapi.json", "v1", "1", "42", "9007199254740991", "99999999999999999999", ".", "..", "", "PETS", "%2e%2e", "%2F"),
+      fc.constantFrom(
+        "pets",
+        "rate_limit",
+        "openapi.json",
+        "v1",
+        "1",
+        "42",
+        "9007199254740991",
+        "99999999999999999999",
+        ".",
+        "..",
+        "",
+        "PETS",
+        "%2e%2e",
+        "%2F"
+      ),
       fc.stringMatching(/^[A-Za-z0-9._~-]{1,12}$/)
     )
-    const target = fc.tuple(fc.array(segment, { minLength: 1, maxLength: 4 }), fc.constantFrom("", "?", "?a=1", "?limit=2&limit=3", "#x"))
+    const target = fc.tuple(
+      fc.array(segment, { minLength: 1, maxLength: 4 }),
+      fc.constantFrom("", "?", "?a=1", "?limit=2&limit=3", "#x")
+    )
       .map(([segments, suffix]) => `/v1/${segments.join("/")}${suffix}`)
     const bodyKind = fc.constantFrom("none", "valid-json", "text")
     await fc.assert(
@@ -525,7 +678,11 @@ describe("hostile input against the real server", () => {
     const headerName = fc.stringMatching(/^x-[a-z0-9-]{1,20}$/)
     const junk = fc.record({
       many: fc.array(fc.tuple(headerName, fc.string({ unit: "grapheme-ascii", maxLength: 40 })), { maxLength: 1_500 }),
-      bigValue: fc.oneof(fc.integer({ min: 0, max: 20_000 }), fc.integer({ min: 14_000, max: 18_000 }), fc.integer({ min: 0, max: 300_000 }))
+      bigValue: fc.oneof(
+        fc.integer({ min: 0, max: 20_000 }),
+        fc.integer({ min: 14_000, max: 18_000 }),
+        fc.integer({ min: 0, max: 300_000 })
+      )
     })
     await fc.assert(
       fc.asyncProperty(junk, async ({ many, bigValue }) => {
@@ -552,15 +709,28 @@ describe("hostile input against the real server", () => {
   })
 
   it("Authorization with anything but a live key: 401 with the Error body; the scheme's case does not matter", async () => {
-    const latin1 = fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c)), maxLength: 60 })
+    const latin1 = fc.string({
+      unit: fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c)),
+      maxLength: 60
+    })
     const value = fc.oneof(
-      fc.tuple(fc.constantFrom("Bearer", "bearer", "BEARER", "bEaReR", "Basic", "Token", "", "Bearer:", "Bearerx"), latin1).map(([s, t]) => `${s} ${t}`),
+      fc.tuple(
+        fc.constantFrom("Bearer", "bearer", "BEARER", "bEaReR", "Basic", "Token", "", "Bearer:", "Bearerx"),
+        latin1
+      ).map(([s, t]) => `${s} ${t}`),
       fc.stringMatching(/^[A-Za-z0-9_-]{43}$/).map((t) => `Bearer psk_${t}`),
       fc.integer({ min: 100, max: 8_000 }).map((n) => `Bearer psk_${"A".repeat(n)}`),
-      fc.tuple(fc.constantFrom("Bearer", "bearer", "BEARER", "bEaReR"), fc.constantFrom("", "x", "\u00ff", "=", ".", "psk_"))
+      fc.tuple(
+        fc.constantFrom("Bearer", "bearer", "BEARER", "bEaReR"),
+        fc.constantFrom("", "x", "\u00ff", "=", ".", "psk_")
+      )
         .map(([scheme, suffix]) => `${scheme} ${key}${suffix}`),
       fc.constantFrom("KEY-PREFIX", "KEY-UPPER", "KEY-LOWER-HASHED").map((variant) =>
-        variant === "KEY-PREFIX" ? `Bearer ${key.slice(0, -1)}` : variant === "KEY-UPPER" ? `Bearer ${key.toUpperCase()}` : `Bearer ${key.slice(4)}`
+        variant === "KEY-PREFIX"
+          ? `Bearer ${key.slice(0, -1)}`
+          : variant === "KEY-UPPER"
+          ? `Bearer ${key.toUpperCase()}`
+          : `Bearer ${key.slice(4)}`
       ),
       latin1
     )
@@ -579,13 +749,29 @@ describe("hostile input against the real server", () => {
   })
 
   it("POST /v1/pets with any Content-Type: 201 exactly when its media type is application/json, else 415", async () => {
-    const latin1 = fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c)), maxLength: 40 })
+    const latin1 = fc.string({
+      unit: fc.integer({ min: 0x20, max: 0xff }).filter((c) => c !== 0x7f).map((c) => String.fromCharCode(c)),
+      maxLength: 40
+    })
     const contentType = fc.oneof(
       fc.constantFrom(
-        "application/json", "APPLICATION/JSON", "application/json; charset=utf-8", "application/json;charset=latin1",
-        "application/json ; x=y", "application/jsonx", "application/json-patch+json", "text/json", "application/*", "*/*",
-        "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "", "application/json,text/plain",
-        "application/ json", "application/json\u00ff"
+        "application/json",
+        "APPLICATION/JSON",
+        "application/json; charset=utf-8",
+        "application/json;charset=latin1",
+        "application/json ; x=y",
+        "application/jsonx",
+        "application/json-patch+json",
+        "text/json",
+        "application/*",
+        "*/*",
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+        "",
+        "application/json,text/plain",
+        "application/ json",
+        "application/json\u00ff"
       ),
       latin1.map((params) => `application/json; ${params}`),
       latin1
@@ -612,11 +798,19 @@ describe("hostile input against the real server", () => {
   })
 
   it("raw bytes ≥ 0x80 in the request target: 400 with the Error body, though Node's parser refuses them before any route", async () => {
-    const latin1High = fc.string({ unit: fc.integer({ min: 0x80, max: 0xff }).map((c) => String.fromCharCode(c)), minLength: 1, maxLength: 8 })
+    const latin1High = fc.string({
+      unit: fc.integer({ min: 0x80, max: 0xff }).map((c) => String.fromCharCode(c)),
+      minLength: 1,
+      maxLength: 8
+    })
     const where = fc.constantFrom("path", "query")
     await fc.assert(
       fc.asyncProperty(where, latin1High, async (place, bytes) => {
-        const request = { method: "GET", path: place === "path" ? `/v1/pets/${bytes}` : `/v1/pets?status=${bytes}`, headers: auth() }
+        const request = {
+          method: "GET",
+          path: place === "path" ? `/v1/pets/${bytes}` : `/v1/pets?status=${bytes}`,
+          headers: auth()
+        }
         const answer = expectServiceAnswer(request, await send(request))
         expect(answer.status, context(request, answer)).toBe(400)
       }),
@@ -626,11 +820,15 @@ describe("hostile input against the real server", () => {
 
   it("percent-encoded arbitrary bytes in query values (invalid UTF-8 included): 200 or an Error body, never a 5xx", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom("limit", "status", "cursor", "other"), fc.uint8Array({ maxLength: 12 }), async (name, bytes) => {
-        const request = { method: "GET", path: `/v1/pets?${name}=${pctBytes(bytes)}`, headers: auth() }
-        const answer = expectServiceAnswer(request, await send(request))
-        expect([200, 400], context(request, answer)).toContain(answer.status)
-      }),
+      fc.asyncProperty(
+        fc.constantFrom("limit", "status", "cursor", "other"),
+        fc.uint8Array({ maxLength: 12 }),
+        async (name, bytes) => {
+          const request = { method: "GET", path: `/v1/pets?${name}=${pctBytes(bytes)}`, headers: auth() }
+          const answer = expectServiceAnswer(request, await send(request))
+          expect([200, 400], context(request, answer)).toContain(answer.status)
+        }
+      ),
       { numRuns: 100 }
     )
   })

@@ -16,7 +16,16 @@ const entryOf = (message: unknown, annotations: Record<string, unknown>, cause?:
 describe("JSON log lines", () => {
   it("are exactly Logger.formatJson's, for request lines and for everything else", () => {
     const entries = [
-      entryOf("request", { requestId: "a-1", method: "GET", route: "/v1/pets", status: 200, durationMs: 1.25, keyId: "key_1", plan: "pro", quota: "admitted" }),
+      entryOf("request", {
+        requestId: "a-1",
+        method: "GET",
+        route: "/v1/pets",
+        status: 200,
+        durationMs: 1.25,
+        keyId: "key_1",
+        plan: "pro",
+        quota: "admitted"
+      }),
       entryOf("request", { route: "/v1/pets?x=\"quoted\"\n\u2028", status: 499, ok: true, nothing: null }),
       entryOf("configuration", { adminToken: Redacted.make("secret"), nested: { a: 1, b: [1, 2n] }, big: 3n }),
       entryOf("unhandled failure", { requestId: "b" }, new Error("boom")),
@@ -48,7 +57,10 @@ describe("JSON log lines", () => {
   it("are all written when the logger's scope closes, before the turn ends", async () => {
     const writes: Array<string> = []
     await Effect.runPromise(
-      Effect.logInfo("last words").pipe(Effect.annotateLogs({ requestId: "r" }), Effect.provide(Logger.layer([batchedJsonLogger((chunk) => writes.push(chunk))])))
+      Effect.logInfo("last words").pipe(
+        Effect.annotateLogs({ requestId: "r" }),
+        Effect.provide(Logger.layer([batchedJsonLogger((chunk) => writes.push(chunk))]))
+      )
     )
     expect(writes).toHaveLength(1)
     expect(JSON.parse(writes[0]!)).toMatchObject({ message: "last words", annotations: { requestId: "r" } })
@@ -63,7 +75,10 @@ describe("JSON log lines", () => {
         for (let i = 0; i < 3; i++) yield* Effect.logInfo("line " + i)
         process.exit(0)
       }).pipe(Effect.provide(Logger.layer([batchedJsonLogger()]))))`
-    const output = execFileSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", cwd: fileURLToPath(new URL("..", import.meta.url)) })
+    const output = execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+      encoding: "utf8",
+      cwd: fileURLToPath(new URL("..", import.meta.url))
+    })
     expect(output.trim().split("\n").map((line) => JSON.parse(line).message)).toEqual(["line 0", "line 1", "line 2"])
   })
 })

@@ -13,25 +13,29 @@ describe("batched request log", () => {
     try {
       const ids = Array.from({ length: 300 }, (_, i) => `flush-${i}`)
       let signalled = false
-      const answers = await Promise.all(ids.map((id) =>
-        fetch(`${origin}/healthz`, { headers: { "x-request-id": id } }).then(
-          (response) => {
-            if (!signalled) {
-              signalled = true
-              server.child.kill("SIGTERM")
-            }
-            return response.headers.get("x-request-id")
-          },
-          () => undefined
+      const answers = await Promise.all(
+        ids.map((id) =>
+          fetch(`${origin}/healthz`, { headers: { "x-request-id": id } }).then(
+            (response) => {
+              if (!signalled) {
+                signalled = true
+                server.child.kill("SIGTERM")
+              }
+              return response.headers.get("x-request-id")
+            },
+            () => undefined
+          )
         )
-      ))
+      )
       const exit = await waitForExit(server.child, 15_000)
       expect(exit, `still running 15 s after SIGTERM:\n${server.output()}`).toMatchObject({ code: 0 })
       const logged = new Set(
-        server.output().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as {
-          message: string
-          annotations: { requestId?: string }
-        }).filter((line) => line.message === "request").map((line) => line.annotations.requestId)
+        server.output().split("\n").filter((line) => line.startsWith("{")).map((line) =>
+          JSON.parse(line) as {
+            message: string
+            annotations: { requestId?: string }
+          }
+        ).filter((line) => line.message === "request").map((line) => line.annotations.requestId)
       )
       const answered = answers.filter((id): id is string => typeof id === "string")
       expect(answered.length).toBeGreaterThan(0)

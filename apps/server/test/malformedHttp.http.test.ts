@@ -42,7 +42,9 @@ const parseAnswers = (received: Buffer): Array<ParsedAnswer> => {
     if (headEnd < 0) throw new Error(`an unframed answer: ${JSON.stringify(rest.toString("latin1"))}`)
     const [statusLine, ...lines] = rest.subarray(0, headEnd).toString("latin1").split("\r\n")
     const headers: Record<string, string> = {}
-    for (const line of lines) headers[line.slice(0, line.indexOf(":")).toLowerCase()] = line.slice(line.indexOf(":") + 1).trim()
+    for (const line of lines) {
+      headers[line.slice(0, line.indexOf(":")).toLowerCase()] = line.slice(line.indexOf(":") + 1).trim()
+    }
     const length = Number(headers["content-length"] ?? 0)
     const bodyStart = headEnd + 4
     answers.push({
@@ -89,7 +91,11 @@ describe("requests the HTTP parser refuses", () => {
     ["DEL in a header value", () => createPet("X-Note: a\x7fb"), "header.x-note"],
     ["NUL in a header value", () => createPet("X-Note: a\x00b"), "header.x-note"],
     ["a control character in a header name", () => createPet("X-No\x01te: a"), "header"],
-    ["a raw byte over 0x7f in the path", () => `GET /v1/p\xe9ts HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${key}\r\n\r\n`, "path"],
+    [
+      "a raw byte over 0x7f in the path",
+      () => `GET /v1/p\xe9ts HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${key}\r\n\r\n`,
+      "path"
+    ],
     ["two Content-Length headers", () => createPet(`Content-Length: ${pet.length + 1}`), "request"],
     [
       "a malformed chunk in a body the handler is already reading",
@@ -111,8 +117,14 @@ describe("requests the HTTP parser refuses", () => {
     const control = fc.integer({ min: 0x00, max: 0x7f })
       .filter((c) => (c < 0x20 || c === 0x7f) && c !== 0x09 && c !== 0x0a && c !== 0x0d)
       .map((c) => String.fromCharCode(c))
-    const printable = fc.string({ unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)), maxLength: 20 })
-    const name = fc.oneof(fc.constantFrom("Idempotency-Key", "Authorization", "Content-Type", "X-Request-Id"), fc.stringMatching(/^X-[A-Za-z0-9-]{1,20}$/))
+    const printable = fc.string({
+      unit: fc.integer({ min: 0x21, max: 0x7e }).map((c) => String.fromCharCode(c)),
+      maxLength: 20
+    })
+    const name = fc.oneof(
+      fc.constantFrom("Idempotency-Key", "Authorization", "Content-Type", "X-Request-Id"),
+      fc.stringMatching(/^X-[A-Za-z0-9-]{1,20}$/)
+    )
     await fc.assert(
       fc.asyncProperty(name, printable, control, printable, async (header, before, c, after) => {
         const request = `GET /v1/pets HTTP/1.1\r\nHost: localhost\r\n${header}: ${before}${c}${after}\r\n\r\n`

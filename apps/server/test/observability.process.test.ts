@@ -1,7 +1,14 @@
 import { once } from "node:events"
 import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { ADMIN_TOKEN, createKey, freePort, type ServerProcess, spawnServer, startServerProcess } from "@petstore/test-support"
+import {
+  ADMIN_TOKEN,
+  createKey,
+  freePort,
+  type ServerProcess,
+  spawnServer,
+  startServerProcess
+} from "@petstore/test-support"
 import { rawRequest } from "./support/rawHttp.ts"
 
 let server: ServerProcess
@@ -14,11 +21,13 @@ beforeAll(async () => {
 afterAll(() => server?.stop())
 
 const logLines = () =>
-  server.output().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as {
-    message: string
-    level: string
-    annotations: Record<string, unknown>
-  })
+  server.output().split("\n").filter((line) => line.startsWith("{")).map((line) =>
+    JSON.parse(line) as {
+      message: string
+      level: string
+      annotations: Record<string, unknown>
+    }
+  )
 
 /** Log lines are written as the request ends; wait for the one with this id. */
 const lineFor = async (requestId: string) => {
@@ -82,10 +91,17 @@ describe("observability", () => {
   })
 
   it("logs a request refused before routing (an absolute-form target with a bad authority) as a 400 at INFO, with no ERROR line", async () => {
-    const answer = await rawRequest(origin, { method: "GET", path: "http://a:99999/nothing", headers: { "x-request-id": "bad-authority-1" } })
+    const answer = await rawRequest(origin, {
+      method: "GET",
+      path: "http://a:99999/nothing",
+      headers: { "x-request-id": "bad-authority-1" }
+    })
     expect(answer.kind === "response" ? answer.status : answer.message).toBe(400)
     const line = await lineFor("bad-authority-1")
-    expect(line).toMatchObject({ level: "INFO", annotations: { status: 400, method: "GET", route: "http://a:99999/nothing" } })
+    expect(line).toMatchObject({
+      level: "INFO",
+      annotations: { status: 400, method: "GET", route: "http://a:99999/nothing" }
+    })
     expect(logLines().filter((line) => line.level === "ERROR")).toEqual([])
   })
 
@@ -131,7 +147,12 @@ describe("observability", () => {
 
   it("serves metrics without a token when METRICS_PUBLIC is set, and still guards the admin API", async () => {
     const [port, adminPort] = [await freePort(), await freePort()]
-    const open = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), DATA_DIR: ":memory:", METRICS_PUBLIC: "true" })
+    const open = spawnServer({
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      DATA_DIR: ":memory:",
+      METRICS_PUBLIC: "true"
+    })
     try {
       // Until the listener opens, connections are refused; the test's timeout, not a count of tries, guards a hang.
       let metrics: Response | undefined

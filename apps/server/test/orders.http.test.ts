@@ -6,7 +6,9 @@ import { type RunningServer, startServer } from "./support/testServer.ts"
 
 /** Every rate-limit header an operation's answer carries (README "Quotas"). */
 const expectRateLimitHeaders = (answer: Answer) => {
-  for (const name of ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "ratelimit-policy", "ratelimit"]) {
+  for (
+    const name of ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "ratelimit-policy", "ratelimit"]
+  ) {
     expect(answer.headers.get(name), name).not.toBeNull()
   }
 }
@@ -62,36 +64,69 @@ describeOnEachBackend("orders and pet changes (beta)", ({ name }) => {
       const created = await newPet()
       const stale = created.headers.get("etag")!
       await call(customer, "PATCH", `/pets/${created.body.id}`, { name: "Moved on" })
-      expectError(await call(customer, "PATCH", `/pets/${created.body.id}`, { name: "Lost update" }, { "if-match": stale }), 412, "precondition_failed")
-      expectError(await call(staff, "DELETE", `/pets/${created.body.id}`, undefined, { "if-match": stale }), 412, "precondition_failed")
+      expectError(
+        await call(customer, "PATCH", `/pets/${created.body.id}`, { name: "Lost update" }, { "if-match": stale }),
+        412,
+        "precondition_failed"
+      )
+      expectError(
+        await call(staff, "DELETE", `/pets/${created.body.id}`, undefined, { "if-match": stale }),
+        412,
+        "precondition_failed"
+      )
       expect((await petOf(created.body.id)).name).toBe("Moved on")
     })
 
     it("PATCH and DELETE with the current If-Match (or *, or a list holding it) succeed", async () => {
       const created = await newPet()
       const current = created.headers.get("etag")!
-      const patched = await call(customer, "PATCH", `/pets/${created.body.id}`, { categoryId: 9 }, { "if-match": `"1.99", ${current}` })
+      const patched = await call(customer, "PATCH", `/pets/${created.body.id}`, { categoryId: 9 }, {
+        "if-match": `"1.99", ${current}`
+      })
       expect(patched.status).toBe(200)
-      expect((await call(customer, "PATCH", `/pets/${created.body.id}`, { categoryId: 8 }, { "if-match": "*" })).status).toBe(200)
-      const deleted = await call(staff, "DELETE", `/pets/${created.body.id}`, undefined, { "if-match": `"${created.body.id}.3"` })
+      expect((await call(customer, "PATCH", `/pets/${created.body.id}`, { categoryId: 8 }, { "if-match": "*" })).status)
+        .toBe(200)
+      const deleted = await call(staff, "DELETE", `/pets/${created.body.id}`, undefined, {
+        "if-match": `"${created.body.id}.3"`
+      })
       expect(deleted.status).toBe(204)
     })
 
     it("compares strongly: a weak tag never matches (412); another pet's tag never matches", async () => {
       const created = await newPet()
       const other = await newPet()
-      expectError(await call(customer, "PATCH", `/pets/${created.body.id}`, { name: "W" }, { "if-match": `W/${created.headers.get("etag")}` }), 412, "precondition_failed")
-      expectError(await call(customer, "PATCH", `/pets/${created.body.id}`, { name: "W" }, { "if-match": other.headers.get("etag")! }), 412, "precondition_failed")
+      expectError(
+        await call(customer, "PATCH", `/pets/${created.body.id}`, { name: "W" }, {
+          "if-match": `W/${created.headers.get("etag")}`
+        }),
+        412,
+        "precondition_failed"
+      )
+      expectError(
+        await call(customer, "PATCH", `/pets/${created.body.id}`, { name: "W" }, {
+          "if-match": other.headers.get("etag")!
+        }),
+        412,
+        "precondition_failed"
+      )
     })
 
     it("answers an If-Match that is no entity tag at all with 412, as one that names no current version", async () => {
       const created = await newPet()
-      expectError(await call(customer, "PATCH", `/pets/${created.body.id}`, { name: "X" }, { "if-match": "not-a-tag" }), 412, "precondition_failed")
+      expectError(
+        await call(customer, "PATCH", `/pets/${created.body.id}`, { name: "X" }, { "if-match": "not-a-tag" }),
+        412,
+        "precondition_failed"
+      )
       expect((await petOf(created.body.id)).name).toBe("Orderable")
     })
 
     it("answers 404 for an unknown pet before looking at If-Match", async () => {
-      expectError(await call(customer, "PATCH", "/pets/999999999", { name: "X" }, { "if-match": "\"999999999.1\"" }), 404, "not_found")
+      expectError(
+        await call(customer, "PATCH", "/pets/999999999", { name: "X" }, { "if-match": "\"999999999.1\"" }),
+        404,
+        "not_found"
+      )
     })
   })
 
@@ -136,7 +171,11 @@ describeOnEachBackend("orders and pet changes (beta)", ({ name }) => {
     it("answers 404 for an unknown pet and 415 for a body that is not JSON", async () => {
       expectError(await call(customer, "PATCH", "/pets/987654321", { name: "Ghost" }), 404, "not_found")
       expectError(
-        await send(url("/pets/1"), { method: "PATCH", headers: { ...bearer(customer), "content-type": "text/plain" }, body: "{}" }),
+        await send(url("/pets/1"), {
+          method: "PATCH",
+          headers: { ...bearer(customer), "content-type": "text/plain" },
+          body: "{}"
+        }),
         415,
         "unsupported_media_type"
       )
@@ -165,7 +204,10 @@ describeOnEachBackend("orders and pet changes (beta)", ({ name }) => {
       expectError(await call(staff, "DELETE", `/pets/${created.body.id}`), 409, "pet_has_open_order")
       expect((await call(customer, "POST", `/store/orders/${order.body.id}/cancel`)).status).toBe(200)
       expect((await call(staff, "DELETE", `/pets/${created.body.id}`)).status).toBe(204)
-      expect((await call(customer, "GET", `/store/orders/${order.body.id}`)).body).toMatchObject({ petId: created.body.id, status: "cancelled" })
+      expect((await call(customer, "GET", `/store/orders/${order.body.id}`)).body).toMatchObject({
+        petId: created.body.id,
+        status: "cancelled"
+      })
     })
 
     it("a deleted pet's Idempotency-Key creates the pet anew on retry, rather than waiting on a pet that is gone", async () => {
@@ -224,9 +266,13 @@ describeOnEachBackend("orders and pet changes (beta)", ({ name }) => {
     it("of concurrent orders for one pet from several keys, exactly one is 201 and every other 409", async () => {
       const pet = await newPet()
       const keys = [customer, otherCustomer, staff]
-      const answers = await Promise.all(Array.from({ length: 24 }, (_, i) => place(keys[i % keys.length]!, pet.body.id)))
+      const answers = await Promise.all(
+        Array.from({ length: 24 }, (_, i) => place(keys[i % keys.length]!, pet.body.id))
+      )
       expect(answers.filter((answer) => answer.status === 201)).toHaveLength(1)
-      for (const answer of answers.filter((answer) => answer.status !== 201)) expectError(answer, 409, "pet_not_available")
+      for (const answer of answers.filter((answer) => answer.status !== 201)) {
+        expectError(answer, 409, "pet_not_available")
+      }
     })
 
     describe("with Idempotency-Key", () => {
@@ -271,7 +317,9 @@ describeOnEachBackend("orders and pet changes (beta)", ({ name }) => {
         const placed = answers.filter((answer) => answer.status === 201)
         expect(placed.length).toBeGreaterThanOrEqual(1)
         expect(new Set(placed.map((answer) => answer.body.id)).size).toBe(1)
-        for (const answer of answers.filter((answer) => answer.status !== 201)) expectError(answer, 409, "idempotency_key_in_flight")
+        for (const answer of answers.filter((answer) => answer.status !== 201)) {
+          expectError(answer, 409, "idempotency_key_in_flight")
+        }
       })
     })
   })
@@ -332,7 +380,12 @@ describeOnEachBackend("orders and pet changes (beta)", ({ name }) => {
       const order = await place(customer, pet.body.id)
       const cancelled = await call(customer, "POST", `/store/orders/${order.body.id}/cancel`)
       expect(cancelled.status).toBe(200)
-      expect(cancelled.body).toMatchObject({ id: order.body.id, petId: pet.body.id, status: "cancelled", placedAt: order.body.placedAt })
+      expect(cancelled.body).toMatchObject({
+        id: order.body.id,
+        petId: pet.body.id,
+        status: "cancelled",
+        placedAt: order.body.placedAt
+      })
       expect((await petOf(pet.body.id)).status).toBe("available")
       const again = await call(customer, "POST", `/store/orders/${order.body.id}/cancel`)
       expectError(again, 409, "invalid_transition")
@@ -423,7 +476,15 @@ describeOnEachBackend("orders and pet changes (beta)", ({ name }) => {
     })
 
     it("answers 401 without a key, with the Error shape", async () => {
-      expectError(await send(url("/store/orders"), { method: "POST", headers: { "content-type": "application/json" }, body: "{\"petId\":1}" }), 401, "unauthorized")
+      expectError(
+        await send(url("/store/orders"), {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: "{\"petId\":1}"
+        }),
+        401,
+        "unauthorized"
+      )
     })
   })
 })

@@ -28,15 +28,31 @@ import { startServer } from "./support/testServer.ts"
 
 type Command =
   | { readonly kind: "create"; readonly status: "available" | "pending" | "sold"; readonly via: number }
-  | { readonly kind: "place"; readonly pet: number; readonly key: number; readonly idempotent: boolean; readonly via: number }
+  | {
+    readonly kind: "place"
+    readonly pet: number
+    readonly key: number
+    readonly idempotent: boolean
+    readonly via: number
+  }
   | { readonly kind: "cancel"; readonly order: number; readonly key: number; readonly via: number }
   | { readonly kind: "deliver"; readonly order: number; readonly via: number }
-  | { readonly kind: "patch"; readonly pet: number; readonly key: number; readonly ifMatch: boolean; readonly via: number }
+  | {
+    readonly kind: "patch"
+    readonly pet: number
+    readonly key: number
+    readonly ifMatch: boolean
+    readonly via: number
+  }
   | { readonly kind: "delete"; readonly pet: number; readonly ifMatch: boolean; readonly via: number }
 
 const index = fc.nat({ max: 50 })
 const command: fc.Arbitrary<Command> = fc.oneof(
-  fc.record({ kind: fc.constant("create" as const), status: fc.constantFrom("available" as const, "pending" as const, "sold" as const), via: index }),
+  fc.record({
+    kind: fc.constant("create" as const),
+    status: fc.constantFrom("available" as const, "pending" as const, "sold" as const),
+    via: index
+  }),
   fc.record({ kind: fc.constant("place" as const), pet: index, key: index, idempotent: fc.boolean(), via: index }),
   fc.record({ kind: fc.constant("place" as const), pet: index, key: index, idempotent: fc.boolean(), via: index }),
   fc.record({ kind: fc.constant("cancel" as const), order: index, key: index, via: index }),
@@ -66,12 +82,24 @@ interface Keys {
  * Runs one drawn scenario over the given servers (base URLs ending in /v1):
  * three available pets to fight over, then the batches.
  */
-const runScenario = async (servers: ReadonlyArray<string>, keys: Keys, drawn: ReadonlyArray<ReadonlyArray<Command>>) => {
+const runScenario = async (
+  servers: ReadonlyArray<string>,
+  keys: Keys,
+  drawn: ReadonlyArray<ReadonlyArray<Command>>
+) => {
   const everyKey = [...keys.customers, keys.staff]
   const pets: Array<{ id: number; etag: string }> = []
   const orders: Array<number> = []
   const at = <A>(list: ReadonlyArray<A>, i: number) => list.length === 0 ? undefined : list[i % list.length]
-  const call = async (kind: Command["kind"], via: number, key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+  const call = async (
+    kind: Command["kind"],
+    via: number,
+    key: string,
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {}
+  ) => {
     const answer: Answer = await send(`${at(servers, via)}${path}`, {
       method,
       headers: { ...(body === undefined ? bearer(key) : json(key)), ...headers },
@@ -81,7 +109,11 @@ const runScenario = async (servers: ReadonlyArray<string>, keys: Keys, drawn: Re
     return answer
   }
   const create = async (status: string, via: number) => {
-    const created = await call("create", via, keys.customers[0]!, "POST", "/pets", { name: "Contested", categoryId: 1, status })
+    const created = await call("create", via, keys.customers[0]!, "POST", "/pets", {
+      name: "Contested",
+      categoryId: 1,
+      status
+    })
     pets.push({ id: created.body.id, etag: created.headers.get("etag")! })
   }
   for (let i = 0; i < 3; i++) await create("available", i)
@@ -93,31 +125,51 @@ const runScenario = async (servers: ReadonlyArray<string>, keys: Keys, drawn: Re
       case "place": {
         const pet = at(pets, command.pet)
         if (pet === undefined) return
-        const headers: Record<string, string> = command.idempotent ? { "idempotency-key": `place-${pet.id}-${command.key % everyKey.length}` } : {}
-        const placed = await call("place", command.via, at(everyKey, command.key)!, "POST", "/store/orders", { petId: pet.id }, headers)
+        const headers: Record<string, string> = command.idempotent
+          ? { "idempotency-key": `place-${pet.id}-${command.key % everyKey.length}` }
+          : {}
+        const placed = await call("place", command.via, at(everyKey, command.key)!, "POST", "/store/orders", {
+          petId: pet.id
+        }, headers)
         if (placed.status === 201) orders.push(placed.body.id)
         return
       }
       case "cancel": {
         const order = at(orders, command.order)
-        if (order !== undefined) await call("cancel", command.via, at(everyKey, command.key)!, "POST", `/store/orders/${order}/cancel`)
+        if (order !== undefined) {
+          await call("cancel", command.via, at(everyKey, command.key)!, "POST", `/store/orders/${order}/cancel`)
+        }
         return
       }
       case "deliver": {
         const order = at(orders, command.order)
-        if (order !== undefined) await call("deliver", command.via, keys.staff, "POST", `/store/orders/${order}/deliver`)
+        if (order !== undefined) {
+          await call("deliver", command.via, keys.staff, "POST", `/store/orders/${order}/deliver`)
+        }
         return
       }
       case "patch": {
         const pet = at(pets, command.pet)
         if (pet === undefined) return
-        const patched = await call("patch", command.via, at(everyKey, command.key)!, "PATCH", `/pets/${pet.id}`, { name: `Renamed ${command.key}` }, command.ifMatch ? { "if-match": pet.etag } : {})
+        const patched = await call("patch", command.via, at(everyKey, command.key)!, "PATCH", `/pets/${pet.id}`, {
+          name: `Renamed ${command.key}`
+        }, command.ifMatch ? { "if-match": pet.etag } : {})
         if (patched.status === 200) pet.etag = patched.headers.get("etag")!
         return
       }
       case "delete": {
         const pet = at(pets, command.pet)
-        if (pet !== undefined) await call("delete", command.via, keys.staff, "DELETE", `/pets/${pet.id}`, undefined, command.ifMatch ? { "if-match": pet.etag } : {})
+        if (pet !== undefined) {
+          await call(
+            "delete",
+            command.via,
+            keys.staff,
+            "DELETE",
+            `/pets/${pet.id}`,
+            undefined,
+            command.ifMatch ? { "if-match": pet.etag } : {}
+          )
+        }
         return
       }
     }
@@ -141,7 +193,10 @@ describeOnEachBackend("orders under concurrent commands, in one server process",
     server = await startServer(name)
     const limits = { perMinute: 1_000_000, perDay: 100_000_000 }
     keys = {
-      customers: [(await server.createKey("enterprise", limits)).key, (await server.createKey("enterprise", limits)).key],
+      customers: [
+        (await server.createKey("enterprise", limits)).key,
+        (await server.createKey("enterprise", limits)).key
+      ],
       staff: await staffKey(server.adminUrl)
     }
   })
@@ -169,7 +224,10 @@ describe("orders over three server processes on one PostgreSQL database", needsP
     processes.push(...await Promise.all([0, 1, 2].map(() => startServerProcess({ DATABASE_URL: database.url }))))
     const limits = { perMinute: 1_000_000, perDay: 100_000_000 }
     keys = {
-      customers: [await processes[0]!.createKey("enterprise", limits), await processes[1]!.createKey("enterprise", limits)],
+      customers: [
+        await processes[0]!.createKey("enterprise", limits),
+        await processes[1]!.createKey("enterprise", limits)
+      ],
       staff: await staffKey(processes[2]!.admin)
     }
   }, 120_000)
@@ -178,40 +236,55 @@ describe("orders over three server processes on one PostgreSQL database", needsP
     await database?.drop()
   })
 
-  it("of concurrent orders for one pet, from every key and process, exactly one is 201 and all others 409", async () => {
-    const everyKey = [...keys.customers, keys.staff]
-    const PETS = 10
-    const ORDERS_PER_PET = 30
-    const pets = await Promise.all(Array.from({ length: PETS }, (_, i) =>
-      send(`${bases()[i % 3]}/pets`, { method: "POST", headers: json(keys.customers[0]!), body: JSON.stringify({ name: "Raced", categoryId: 1 }) })
-    ))
-    const answers = await Promise.all(pets.flatMap((pet) =>
-      Array.from({ length: ORDERS_PER_PET }, (_, i) =>
-        send(`${bases()[i % 3]}/store/orders`, {
+  it(
+    "of concurrent orders for one pet, from every key and process, exactly one is 201 and all others 409",
+    async () => {
+      const everyKey = [...keys.customers, keys.staff]
+      const PETS = 10
+      const ORDERS_PER_PET = 30
+      const pets = await Promise.all(Array.from({ length: PETS }, (_, i) =>
+        send(`${bases()[i % 3]}/pets`, {
           method: "POST",
-          headers: json(everyKey[(i + pet.body.id) % everyKey.length]!),
-          body: JSON.stringify({ petId: pet.body.id })
-        }).then((answer) => ({ petId: pet.body.id as number, answer })))
-    ))
-    for (const pet of pets) {
-      const mine = answers.filter(({ petId }) => petId === pet.body.id).map(({ answer }) => answer)
-      expect(mine.filter((answer) => answer.status === 201), `pet ${pet.body.id}`).toHaveLength(1)
-      expect(mine.filter((answer) => answer.status === 409 && answer.body.code === "pet_not_available")).toHaveLength(ORDERS_PER_PET - 1)
-    }
-    expect(answers).toHaveLength(PETS * ORDERS_PER_PET)
-    expect(answers.filter(({ answer }) => answer.status === 201)).toHaveLength(PETS)
-    expect(answers.filter(({ answer }) => answer.status === 409)).toHaveLength(PETS * (ORDERS_PER_PET - 1))
-    expect(await sqlViolations(database.url)).toEqual([])
-  }, 120_000)
+          headers: json(keys.customers[0]!),
+          body: JSON.stringify({ name: "Raced", categoryId: 1 })
+        })))
+      const answers = await Promise.all(
+        pets.flatMap((pet) =>
+          Array.from({ length: ORDERS_PER_PET }, (_, i) =>
+            send(`${bases()[i % 3]}/store/orders`, {
+              method: "POST",
+              headers: json(everyKey[(i + pet.body.id) % everyKey.length]!),
+              body: JSON.stringify({ petId: pet.body.id })
+            }).then((answer) => ({ petId: pet.body.id as number, answer })))
+        )
+      )
+      for (const pet of pets) {
+        const mine = answers.filter(({ petId }) => petId === pet.body.id).map(({ answer }) => answer)
+        expect(mine.filter((answer) => answer.status === 201), `pet ${pet.body.id}`).toHaveLength(1)
+        expect(mine.filter((answer) => answer.status === 409 && answer.body.code === "pet_not_available")).toHaveLength(
+          ORDERS_PER_PET - 1
+        )
+      }
+      expect(answers).toHaveLength(PETS * ORDERS_PER_PET)
+      expect(answers.filter(({ answer }) => answer.status === 201)).toHaveLength(PETS)
+      expect(answers.filter(({ answer }) => answer.status === 409)).toHaveLength(PETS * (ORDERS_PER_PET - 1))
+      expect(await sqlViolations(database.url)).toEqual([])
+    },
+    120_000
+  )
 
-  it("keeps the invariants, checked through the API and by the invariant query, whatever the interleaving over the processes", async () => {
-    await fc.assert(
-      fc.asyncProperty(batches, async (drawn) => {
-        await runScenario(bases(), keys, drawn)
-        expect(await apiViolations(bases()[0]!, keys.staff)).toEqual([])
-        expect(await sqlViolations(database.url)).toEqual([])
-      }),
-      { numRuns: 25 }
-    )
-  }, 300_000)
+  it(
+    "keeps the invariants, checked through the API and by the invariant query, whatever the interleaving over the processes",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(batches, async (drawn) => {
+          await runScenario(bases(), keys, drawn)
+          expect(await apiViolations(bases()[0]!, keys.staff)).toEqual([])
+          expect(await sqlViolations(database.url)).toEqual([])
+        }),
+        { numRuns: 25 }
+      )
+    },
+    300_000
+  )
 })

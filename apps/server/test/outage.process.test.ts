@@ -63,7 +63,13 @@ const timed = async (url: string, init: RequestInit = {}) => {
     const answer = await send(url, { ...init, signal: AbortSignal.timeout(REQUEST_BOUND_MS) })
     return { ...answer, ms: Date.now() - startedAt }
   } catch (error) {
-    return { status: 0, headers: new Headers(), body: undefined, text: `no answer: ${String(error)}`, ms: Date.now() - startedAt }
+    return {
+      status: 0,
+      headers: new Headers(),
+      body: undefined,
+      text: `no answer: ${String(error)}`,
+      ms: Date.now() - startedAt
+    }
   }
 }
 
@@ -82,8 +88,12 @@ const expectOutageAnswers = async (started: StartedProcess, key: string) => {
     readyz: timed(`${started.origin}/readyz`),
     healthz: timed(`${started.origin}/healthz`)
   }
-  const got = Object.fromEntries(await Promise.all(Object.entries(answers).map(async ([what, answer]) => [what, await answer] as const)))
-  const summary = Object.entries(got).map(([what, a]) => `${what}: ${a.status} after ${a.ms} ms ${a.text.slice(0, 160)}`).join("\n")
+  const got = Object.fromEntries(
+    await Promise.all(Object.entries(answers).map(async ([what, answer]) => [what, await answer] as const))
+  )
+  const summary = Object.entries(got).map(([what, a]) =>
+    `${what}: ${a.status} after ${a.ms} ms ${a.text.slice(0, 160)}`
+  ).join("\n")
   const where = `\n${summary}\nserver output:\n${started.server.output().slice(-3_000)}`
   // Soft: an outage that is answered wrongly still goes on to check the recovery.
   expect.soft(Object.fromEntries(Object.entries(got).map(([what, a]) => [what, a.status])), where).toEqual({
@@ -98,7 +108,11 @@ const expectOutageAnswers = async (started: StartedProcess, key: string) => {
     const answer = got[what]!
     if (answer.status !== 503) continue
     expect.soft(answer.headers.get("content-type"), `${what}${where}`).toMatch(/^application\/json/)
-    expect.soft(answer.body, `${what}${where}`).toEqual({ code: "service_unavailable", status: 503, message: expect.any(String) })
+    expect.soft(answer.body, `${what}${where}`).toEqual({
+      code: "service_unavailable",
+      status: 503,
+      message: expect.any(String)
+    })
     expect.soft(answer.headers.get("retry-after"), `${what} without Retry-After${where}`).toMatch(/^[1-9][0-9]*$/)
   }
   expect(started.server.child.exitCode, `the process exited during the outage${where}`).toBeNull()
@@ -108,15 +122,22 @@ const expectRecovery = async (proxy: TcpProxy, started: StartedProcess, key: str
   await proxy.resume()
   const resumedAt = Date.now()
   let last = ""
-  const recovered = await eventually(async () => {
-    const answer = await send(`${started.origin}/v1/pets?limit=5`, {
-      headers: { authorization: `Bearer ${key}` },
-      signal: AbortSignal.timeout(REQUEST_BOUND_MS)
-    }).catch((error) => ({ status: 0, text: String(error) }))
-    last = `${answer.status} ${answer.text}`
-    return answer.status === 200
-  }, RECOVERY_BOUND_MS, 200)
-  expect(recovered, `no 200 within ${RECOVERY_BOUND_MS} ms of the database coming back; last: ${last}\n${started.server.output()}`).toBe(true)
+  const recovered = await eventually(
+    async () => {
+      const answer = await send(`${started.origin}/v1/pets?limit=5`, {
+        headers: { authorization: `Bearer ${key}` },
+        signal: AbortSignal.timeout(REQUEST_BOUND_MS)
+      }).catch((error) => ({ status: 0, text: String(error) }))
+      last = `${answer.status} ${answer.text}`
+      return answer.status === 200
+    },
+    RECOVERY_BOUND_MS,
+    200
+  )
+  expect(
+    recovered,
+    `no 200 within ${RECOVERY_BOUND_MS} ms of the database coming back; last: ${last}\n${started.server.output()}`
+  ).toBe(true)
   const recoveredAfterMs = Date.now() - resumedAt
   // Writes and readiness come back as well.
   const created = await send(`${started.origin}/v1/pets`, {
@@ -127,7 +148,8 @@ const expectRecovery = async (proxy: TcpProxy, started: StartedProcess, key: str
   })
   expect(created.status, created.text).toBe(201)
   const ready = await eventually(
-    async () => (await fetch(`${started.origin}/readyz`, { signal: AbortSignal.timeout(REQUEST_BOUND_MS) })).status === 200,
+    async () =>
+      (await fetch(`${started.origin}/readyz`, { signal: AbortSignal.timeout(REQUEST_BOUND_MS) })).status === 200,
     RECOVERY_BOUND_MS - recoveredAfterMs,
     200
   )

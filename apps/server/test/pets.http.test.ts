@@ -52,7 +52,9 @@ describeOnEachBackend("pets API", ({ name }) => {
     })
 
     it("assigns unique ids", async () => {
-      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => createPet({ name: `Twin ${i}`, categoryId: 1 })))
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => createPet({ name: `Twin ${i}`, categoryId: 1 }))
+      )
       const ids = answers.map((answer) => answer.body.id)
       expect(new Set(ids).size).toBe(10)
     })
@@ -83,7 +85,7 @@ describeOnEachBackend("pets API", ({ name }) => {
     })
 
     it("refuses a categoryId beyond 2^53 rather than rounding it", async () => {
-      const answer = await createPet('{"name":"Big","categoryId":9007199254740993}')
+      const answer = await createPet("{\"name\":\"Big\",\"categoryId\":9007199254740993}")
       expectError(answer, 400, "invalid_request")
     })
 
@@ -104,12 +106,23 @@ describeOnEachBackend("pets API", ({ name }) => {
     })
 
     it("refuses a body that is not sent as application/json with 415", async () => {
-      expectError(await createPet("{\"name\":\"Rex\",\"categoryId\":1}", { ...bearer(key), "content-type": "text/plain" }), 415, "unsupported_media_type")
-      expectError(await createPet("name=Rex", { ...bearer(key), "content-type": "application/x-www-form-urlencoded" }), 415, "unsupported_media_type")
+      expectError(
+        await createPet("{\"name\":\"Rex\",\"categoryId\":1}", { ...bearer(key), "content-type": "text/plain" }),
+        415,
+        "unsupported_media_type"
+      )
+      expectError(
+        await createPet("name=Rex", { ...bearer(key), "content-type": "application/x-www-form-urlencoded" }),
+        415,
+        "unsupported_media_type"
+      )
     })
 
     it("accepts application/json with a charset", async () => {
-      const answer = await createPet({ name: "Charset", categoryId: 1 }, { ...bearer(key), "content-type": "application/json; charset=utf-8" })
+      const answer = await createPet({ name: "Charset", categoryId: 1 }, {
+        ...bearer(key),
+        "content-type": "application/json; charset=utf-8"
+      })
       expect(answer.status).toBe(201)
     })
 
@@ -128,14 +141,19 @@ describeOnEachBackend("pets API", ({ name }) => {
           controller.close()
         }
       })
-      const answer = await send(url("/pets"), { method: "POST", headers: json(key), body: chunks, duplex: "half" } as RequestInit)
+      const answer = await send(
+        url("/pets"),
+        { method: "POST", headers: json(key), body: chunks, duplex: "half" } as RequestInit
+      )
       expectError(answer, 413, "payload_too_large")
     })
   })
 
   describe("GET /v1/pets", () => {
     beforeAll(async () => {
-      for (let i = 0; i < 30; i++) await createPet({ name: `Listed ${i}`, categoryId: 7, status: i % 3 === 0 ? "sold" : "available" })
+      for (let i = 0; i < 30; i++) {
+        await createPet({ name: `Listed ${i}`, categoryId: 7, status: i % 3 === 0 ? "sold" : "available" })
+      }
     })
 
     it("returns 20 pets by default, in ascending id order", async () => {
@@ -153,11 +171,14 @@ describeOnEachBackend("pets API", ({ name }) => {
       expect(hundred.body.length).toBeLessThanOrEqual(100)
     })
 
-    it.each(["0", "101", "-1", "abc", "1.5", "1e1", "5.0", " 5", "0x10", ""])("refuses limit=%s with 400", async (limit) => {
-      const answer = await getPets(`?limit=${encodeURIComponent(limit)}`)
-      expectError(answer, 400, "invalid_request")
-      expect(answer.body.details[0].path).toBe("query.limit")
-    })
+    it.each(["0", "101", "-1", "abc", "1.5", "1e1", "5.0", " 5", "0x10", ""])(
+      "refuses limit=%s with 400",
+      async (limit) => {
+        const answer = await getPets(`?limit=${encodeURIComponent(limit)}`)
+        expectError(answer, 400, "invalid_request")
+        expect(answer.body.details[0].path).toBe("query.limit")
+      }
+    )
 
     it("refuses a repeated limit with 400", async () => {
       expectError(await getPets("?limit=1&limit=2"), 400, "invalid_request")
@@ -176,9 +197,13 @@ describeOnEachBackend("pets API", ({ name }) => {
     it("links the next page with an absolute URL, and none after the last", async () => {
       const first = await getPets("?limit=5&status=available")
       const link = first.headers.get("link")
-      expect(link).toMatch(/^<http:\/\/127\.0\.0\.1:\d+\/v1\/pets\?limit=5&status=available&cursor=[A-Za-z0-9_-]+>; rel="next"$/)
+      expect(link).toMatch(
+        /^<http:\/\/127\.0\.0\.1:\d+\/v1\/pets\?limit=5&status=available&cursor=[A-Za-z0-9_-]+>; rel="next"$/
+      )
       const all = await getPets("?limit=100&status=available")
-      const lastPage = await send(all.headers.get("link") ?? url("/pets?limit=100&status=available"), { headers: bearer(key) })
+      const lastPage = await send(all.headers.get("link") ?? url("/pets?limit=100&status=available"), {
+        headers: bearer(key)
+      })
       expect(all.headers.get("link") === null || lastPage.headers.get("link") === null).toBe(true)
     })
 
@@ -218,19 +243,31 @@ describeOnEachBackend("pets API", ({ name }) => {
 
   describe("many requests at once (their queries share round trips)", () => {
     it("answers each concurrent create with its own pet", async () => {
-      const bodies = Array.from({ length: 50 }, (_, i) => ({ name: `Concurrent ${i}`, categoryId: 1000 + i, status: i % 2 ? "sold" : "pending" }))
+      const bodies = Array.from(
+        { length: 50 },
+        (_, i) => ({ name: `Concurrent ${i}`, categoryId: 1000 + i, status: i % 2 ? "sold" : "pending" })
+      )
       const answers = await Promise.all(bodies.map((body) => createPet(body)))
       answers.forEach((answer, i) => {
         expect(answer.status).toBe(201)
         expect(answer.body).toEqual({ id: expect.any(Number), ...bodies[i] })
       })
       expect(new Set(answers.map((answer) => answer.body.id)).size).toBe(50)
-      const fetched = await Promise.all(answers.map((answer) => send(url(`/pets/${answer.body.id}`), { headers: bearer(key) })))
+      const fetched = await Promise.all(
+        answers.map((answer) => send(url(`/pets/${answer.body.id}`), { headers: bearer(key) }))
+      )
       fetched.forEach((answer, i) => expect(answer.body).toEqual(answers[i]!.body))
     })
 
     it("answers each concurrent list exactly as it would alone", async () => {
-      const queries = ["?limit=1", "?limit=3&status=sold", "?limit=7&status=pending", "?limit=100", "?status=available", ""]
+      const queries = [
+        "?limit=1",
+        "?limit=3&status=sold",
+        "?limit=7&status=pending",
+        "?limit=100",
+        "?status=available",
+        ""
+      ]
       const together = await Promise.all(queries.flatMap((query) => [getPets(query), getPets(query)]))
       for (const [index, query] of queries.entries()) {
         const alone = await getPets(query)
@@ -284,14 +321,20 @@ describeOnEachBackend("pets API", ({ name }) => {
       ["rateLimit", "/rate_limit", {}]
     ]
 
-    it.each(operations)("%s answers 401 without an Authorization header, challenging for a bearer token", async (_, path, init) => {
-      const answer = await send(url(path), { ...init, headers: { "content-type": "application/json" } })
-      expectError(answer, 401, "unauthorized")
-      expect(answer.headers.get("www-authenticate")).toBe(`Bearer realm="petstore"`)
-    })
+    it.each(operations)(
+      "%s answers 401 without an Authorization header, challenging for a bearer token",
+      async (_, path, init) => {
+        const answer = await send(url(path), { ...init, headers: { "content-type": "application/json" } })
+        expectError(answer, 401, "unauthorized")
+        expect(answer.headers.get("www-authenticate")).toBe(`Bearer realm="petstore"`)
+      }
+    )
 
     it.each(operations)("%s answers 401 for another scheme, challenging for a bearer token", async (_, path, init) => {
-      const headers = { "content-type": "application/json", authorization: `Basic ${Buffer.from(`user:${key}`).toString("base64")}` }
+      const headers = {
+        "content-type": "application/json",
+        authorization: `Basic ${Buffer.from(`user:${key}`).toString("base64")}`
+      }
       const answer = await send(url(path), { ...init, headers })
       expectError(answer, 401, "unauthorized")
       expect(answer.headers.get("www-authenticate")).toBe(`Bearer realm="petstore"`)
@@ -392,16 +435,19 @@ describeOnEachBackend("pets API", ({ name }) => {
       expect(refused.headers.get("allow")).toBe("GET, POST, HEAD")
     })
 
-    it.each(["DELETE", "TRACE"])("answers %s on a known path with the headers of every /v1 answer, with a key or without", async (method) => {
-      for (const headers of [bearer(key), {}]) {
-        const answer = await sendRaw(origin(), { method, path: "/v1/pets", headers })
-        expectError(answer, 405, "method_not_allowed")
-        expect(answer.headers.get("cache-control")).toBe("no-store")
-        expect(answer.headers.get("x-content-type-options")).toBe("nosniff")
-        expect(answer.headers.get("x-ratelimit-limit")).toMatch(/^[1-9][0-9]*$/)
-        expect(answer.headers.get("ratelimit-policy")).not.toBeNull()
+    it.each(["DELETE", "TRACE"])(
+      "answers %s on a known path with the headers of every /v1 answer, with a key or without",
+      async (method) => {
+        for (const headers of [bearer(key), {}]) {
+          const answer = await sendRaw(origin(), { method, path: "/v1/pets", headers })
+          expectError(answer, 405, "method_not_allowed")
+          expect(answer.headers.get("cache-control")).toBe("no-store")
+          expect(answer.headers.get("x-content-type-options")).toBe("nosniff")
+          expect(answer.headers.get("x-ratelimit-limit")).toMatch(/^[1-9][0-9]*$/)
+          expect(answer.headers.get("ratelimit-policy")).not.toBeNull()
+        }
       }
-    })
+    )
 
     it("answers HEAD wherever GET is accepted, without a body", async () => {
       const list = await send(url("/pets"), { method: "HEAD", headers: bearer(key) })

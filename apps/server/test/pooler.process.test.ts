@@ -87,14 +87,25 @@ const load = async (processes: ReadonlyArray<StartedProcess>, key: string): Prom
       const origin = processes[index % processes.length]!.origin
       const kind = index % 3
       const answer = await send(
-        kind === 0 ? `${origin}/v1/pets?limit=10` : kind === 1 ? `${origin}/v1/pets` : `${origin}/v1/pets/${created[index % Math.max(created.length, 1)] ?? 1}`,
+        kind === 0
+          ? `${origin}/v1/pets?limit=10`
+          : kind === 1
+          ? `${origin}/v1/pets`
+          : `${origin}/v1/pets/${created[index % Math.max(created.length, 1)] ?? 1}`,
         kind === 1
-          ? { method: "POST", headers: json(key), body: JSON.stringify({ name: `Pooled ${index}`, categoryId: 1 }), signal: AbortSignal.timeout(30_000) }
+          ? {
+            method: "POST",
+            headers: json(key),
+            body: JSON.stringify({ name: `Pooled ${index}`, categoryId: 1 }),
+            signal: AbortSignal.timeout(30_000)
+          }
           : { headers: json(key), signal: AbortSignal.timeout(30_000) }
       ).catch((error) => ({ status: 0, body: undefined, text: String(error) }))
       statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
       if (answer.status === 201) created.push((answer.body as { id: number }).id)
-      if (answer.status >= 500 || answer.status === 0) samples.length < 5 && samples.push(`${answer.status} ${answer.text.slice(0, 200)}`)
+      if (answer.status >= 500 || answer.status === 0) {
+        samples.length < 5 && samples.push(`${answer.status} ${answer.text.slice(0, 200)}`)
+      }
     }
   }
   await Promise.all(Array.from({ length: CONCURRENCY }, client))
@@ -103,7 +114,8 @@ const load = async (processes: ReadonlyArray<StartedProcess>, key: string): Prom
 
 /** What the server counted in `database_connections_closed_total`, all reasons. */
 const connectionsClosed = async (started: StartedProcess) => {
-  const text = await (await fetch(`${started.admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text()
+  const text = await (await fetch(`${started.admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }))
+    .text()
   return text.split("\n").filter((line) => line.startsWith("database_connections_closed_total{"))
     .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0)
 }
@@ -128,7 +140,10 @@ const revocationDelay = async (processes: ReadonlyArray<StartedProcess>) => {
   const { id, key } = await first.createKeyWithId("pro")
   // The second process has it cached.
   expect((await send(`${second.origin}/v1/pets?limit=1`, { headers: json(key) })).status).toBe(200)
-  const revoked = await send(`${first.admin}/admin/keys/${id}`, { method: "DELETE", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+  const revoked = await send(`${first.admin}/admin/keys/${id}`, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` }
+  })
   expect(revoked.status, revoked.text).toBe(204)
   const startedAt = Date.now()
   const refused = await eventually(
@@ -140,60 +155,112 @@ const revocationDelay = async (processes: ReadonlyArray<StartedProcess>) => {
   return Date.now() - startedAt
 }
 
-const expectServesUnderLoad = async (processes: ReadonlyArray<StartedProcess>, databaseUrl: string, log: () => string) => {
+const expectServesUnderLoad = async (
+  processes: ReadonlyArray<StartedProcess>,
+  databaseUrl: string,
+  log: () => string
+) => {
   const key = await processes[0]!.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })
   const result = await load(processes, key)
-  const where = `${JSON.stringify([...result.statuses])}\n${result.samples.join("\n")}\n${processes.map((p) => p.server.output().slice(-2_000)).join("\n")}\n${log().slice(-2_000)}`
+  const where = `${JSON.stringify([...result.statuses])}\n${result.samples.join("\n")}\n${
+    processes.map((p) => p.server.output().slice(-2_000)).join("\n")
+  }\n${log().slice(-2_000)}`
   expect(serverErrors(result), where).toBe(0)
   expect(result.created.length, where).toBeGreaterThan(REQUESTS / 4)
   await expectAllPresent(databaseUrl, result.created)
 }
 
-describe.runIf(pgbouncerBinary() !== undefined || process.env.CI === "true")("behind a transaction-mode PgBouncer", needsPostgres, () => {
-  it("with DATABASE_DIRECT_URL: a concurrent load through the pooler without a 5xx, every write present; revocation at once (LISTEN on the direct URL)", async () => {
-    const { database, bouncer, processes } = await setUp((direct, pooled) => ({ DATABASE_URL: pooled, DATABASE_DIRECT_URL: direct, ...PATIENT }))
-    await expectServesUnderLoad(processes, database.url, bouncer.log)
-    const delay = await revocationDelay(processes)
-    console.info(`revocation seen by the other process after ${delay} ms (LISTEN on the direct URL)`)
-    // A notification, not the cache's TTL: well below it even on a loaded machine.
-    expect(delay).toBeLessThan(KEY_CACHE_TTL_MS)
-  }, 300_000)
+describe.runIf(pgbouncerBinary() !== undefined || process.env.CI === "true")(
+  "behind a transaction-mode PgBouncer",
+  needsPostgres,
+  () => {
+    it(
+      "with DATABASE_DIRECT_URL: a concurrent load through the pooler without a 5xx, every write present; revocation at once (LISTEN on the direct URL)",
+      async () => {
+        const { database, bouncer, processes } = await setUp((direct, pooled) => ({
+          DATABASE_URL: pooled,
+          DATABASE_DIRECT_URL: direct,
+          ...PATIENT
+        }))
+        await expectServesUnderLoad(processes, database.url, bouncer.log)
+        const delay = await revocationDelay(processes)
+        console.info(`revocation seen by the other process after ${delay} ms (LISTEN on the direct URL)`)
+        // A notification, not the cache's TTL: well below it even on a loaded machine.
+        expect(delay).toBeLessThan(KEY_CACHE_TTL_MS)
+      },
+      300_000
+    )
 
-  it("with the pooler's URL alone (DATABASE_PREPARED_STATEMENTS=false): the same load without a 5xx; revocation within the key cache's TTL", async () => {
-    const { database, bouncer, processes } = await setUp((_direct, pooled) => ({ DATABASE_URL: pooled, DATABASE_PREPARED_STATEMENTS: "false", ...PATIENT }))
-    await expectServesUnderLoad(processes, database.url, bouncer.log)
-    const delay = await revocationDelay(processes)
-    console.info(`revocation seen by the other process after ${delay} ms (the key cache's TTL)`)
-    // The TTL, plus a request's time on a loaded machine.
-    expect(delay).toBeLessThan(KEY_CACHE_TTL_MS + 5_000)
-  }, 300_000)
+    it(
+      "with the pooler's URL alone (DATABASE_PREPARED_STATEMENTS=false): the same load without a 5xx; revocation within the key cache's TTL",
+      async () => {
+        const { database, bouncer, processes } = await setUp((_direct, pooled) => ({
+          DATABASE_URL: pooled,
+          DATABASE_PREPARED_STATEMENTS: "false",
+          ...PATIENT
+        }))
+        await expectServesUnderLoad(processes, database.url, bouncer.log)
+        const delay = await revocationDelay(processes)
+        console.info(`revocation seen by the other process after ${delay} ms (the key cache's TTL)`)
+        // The TTL, plus a request's time on a loaded machine.
+        expect(delay).toBeLessThan(KEY_CACHE_TTL_MS + 5_000)
+      },
+      300_000
+    )
 
-  it("a pooler that desynchronises (named prepared statements forced through it): once it stops, both processes serve again by themselves", async () => {
-    const { bouncer, processes } = await setUp((_direct, pooled) => ({ DATABASE_URL: pooled, DATABASE_PREPARED_STATEMENTS: "true" }))
-    const key = await processes[0]!.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })
-    const result = await load(processes, key)
-    const closed = await Promise.all(processes.map(connectionsClosed))
-    console.info(`named prepared statements through a transaction pooler: ${JSON.stringify([...result.statuses])}; connections closed: ${closed.join(", ")}`)
-    // The pooler did desynchronise, and the server closed connections it had lost track of.
-    expect(closed.reduce((sum, count) => sum + count, 0), `${JSON.stringify([...result.statuses])}\n${bouncer.log().slice(-2_000)}`).toBeGreaterThan(0)
+    it(
+      "a pooler that desynchronises (named prepared statements forced through it): once it stops, both processes serve again by themselves",
+      async () => {
+        const { bouncer, processes } = await setUp((_direct, pooled) => ({
+          DATABASE_URL: pooled,
+          DATABASE_PREPARED_STATEMENTS: "true"
+        }))
+        const key = await processes[0]!.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })
+        const result = await load(processes, key)
+        const closed = await Promise.all(processes.map(connectionsClosed))
+        console.info(
+          `named prepared statements through a transaction pooler: ${
+            JSON.stringify([...result.statuses])
+          }; connections closed: ${closed.join(", ")}`
+        )
+        // The pooler did desynchronise, and the server closed connections it had lost track of.
+        expect(
+          closed.reduce((sum, count) => sum + count, 0),
+          `${JSON.stringify([...result.statuses])}\n${bouncer.log().slice(-2_000)}`
+        ).toBeGreaterThan(0)
 
-    // The fault ends: in session mode a client keeps its server connection, and its named statements with it.
-    await bouncer.admin("SET default_pool_size = 40")
-    await bouncer.admin("SET pool_mode = 'session'")
-    for (const started of processes) {
-      const pid = started.server.child.pid
-      let last = ""
-      const serves = await eventually(async () => {
-        const answers = await Promise.all(Array.from({ length: 20 }, () =>
-          send(`${started.origin}/v1/pets?limit=5`, { headers: json(key), signal: AbortSignal.timeout(15_000) })
-            .catch((error) => ({ status: 0, text: String(error) }))))
-        last = answers.map((answer) => `${answer.status} ${answer.text.slice(0, 120)}`).join("\n")
-        return answers.every((answer) => answer.status === 200)
-      }, 60_000, 200)
-      expect(serves, `${last}\n${started.server.output().slice(-3_000)}\n${bouncer.log().slice(-2_000)}`).toBe(true)
-      expect((await send(`${started.origin}/readyz`)).status).toBe(200)
-      expect(started.server.child.pid).toBe(pid)
-      expect(started.server.child.exitCode).toBeNull()
-    }
-  }, 300_000)
-})
+        // The fault ends: in session mode a client keeps its server connection, and its named statements with it.
+        await bouncer.admin("SET default_pool_size = 40")
+        await bouncer.admin("SET pool_mode = 'session'")
+        for (const started of processes) {
+          const pid = started.server.child.pid
+          let last = ""
+          const serves = await eventually(
+            async () => {
+              const answers = await Promise.all(
+                Array.from(
+                  { length: 20 },
+                  () =>
+                    send(`${started.origin}/v1/pets?limit=5`, {
+                      headers: json(key),
+                      signal: AbortSignal.timeout(15_000)
+                    })
+                      .catch((error) => ({ status: 0, text: String(error) }))
+                )
+              )
+              last = answers.map((answer) => `${answer.status} ${answer.text.slice(0, 120)}`).join("\n")
+              return answers.every((answer) => answer.status === 200)
+            },
+            60_000,
+            200
+          )
+          expect(serves, `${last}\n${started.server.output().slice(-3_000)}\n${bouncer.log().slice(-2_000)}`).toBe(true)
+          expect((await send(`${started.origin}/readyz`)).status).toBe(200)
+          expect(started.server.child.pid).toBe(pid)
+          expect(started.server.child.exitCode).toBeNull()
+        }
+      },
+      300_000
+    )
+  }
+)

@@ -37,7 +37,8 @@ describe("a statement given up after its timeout (abandon)", needsPostgres, () =
     })
     return { driver, closed }
   }
-  const backendPid = async (driver: Driver) => Number((await driver.query("SELECT pg_backend_pid() AS pid", []))[0]!.pid)
+  const backendPid = async (driver: Driver) =>
+    Number((await driver.query("SELECT pg_backend_pid() AS pid", []))[0]!.pid)
 
   it("closes the connection it was sent on, counted as timed_out, and the pool goes on with a new one", async () => {
     const { driver, closed } = open()
@@ -80,7 +81,9 @@ describe("a statement given up after its timeout (abandon)", needsPostgres, () =
 const stillRunning = async (pid: number) => {
   const sql = postgres(postgresAdminUrl!, { max: 1, onnotice: () => {} })
   try {
-    const rows = await sql<Array<{ active: boolean }>>`SELECT state = 'active' AS active FROM pg_stat_activity WHERE pid = ${pid}`
+    const rows = await sql<
+      Array<{ active: boolean }>
+    >`SELECT state = 'active' AS active FROM pg_stat_activity WHERE pid = ${pid}`
     return rows[0]?.active === true
   } finally {
     await sql.end()

@@ -31,7 +31,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 /** The committed document, `packages/contract/openapi.json`, which a test keeps equal to what the contract generates. */
 const committedDocumentPath = createRequire(import.meta.url).resolve("@petstore/contract/openapi.json")
-const prismCli = join(dirname(createRequire(import.meta.url).resolve("@stoplight/prism-cli/package.json")), "dist", "index.js")
+const prismCli = join(
+  dirname(createRequire(import.meta.url).resolve("@stoplight/prism-cli/package.json")),
+  "dist",
+  "index.js"
+)
 
 interface Prism {
   readonly url: string
@@ -42,13 +46,25 @@ interface Prism {
 const startPrism = async (upstream: string, validateRequests: boolean): Promise<Prism> => {
   const port = await freePort()
   const child = spawn(process.execPath, [
-    prismCli, "proxy", committedDocumentPath, upstream, "--errors",
-    `--validate-request=${validateRequests}`, "-p", String(port), "-h", "127.0.0.1"
+    prismCli,
+    "proxy",
+    committedDocumentPath,
+    upstream,
+    "--errors",
+    `--validate-request=${validateRequests}`,
+    "-p",
+    String(port),
+    "-h",
+    "127.0.0.1"
   ], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NO_COLOR: "1" } })
   let output = ""
   child.stdout!.on("data", (chunk) => (output += chunk))
   child.stderr!.on("data", (chunk) => (output += chunk))
-  const listening = await eventually(() => output.includes("Prism is listening") || child.exitCode !== null, 60_000, 100)
+  const listening = await eventually(
+    () => output.includes("Prism is listening") || child.exitCode !== null,
+    60_000,
+    100
+  )
   if (!listening || child.exitCode !== null) throw new Error(`Prism did not start:\n${output}`)
   return { url: `http://127.0.0.1:${port}`, child, output: () => output }
 }
@@ -96,22 +112,36 @@ describe("the document, checked by Prism's validation proxy against a real serve
   const authorized = () => ({ headers: { authorization: `Bearer ${key}` } })
 
   it("every operation, valid requests: createPet 201 (and its replay), getPet 200, listPets 200 on two pages, getRateLimit 200", async () => {
-    const created = await send(`${strict.url}/pets`, json({ name: "Rex", categoryId: 1 }, { "idempotency-key": "prism-1" }))
+    const created = await send(
+      `${strict.url}/pets`,
+      json({ name: "Rex", categoryId: 1 }, { "idempotency-key": "prism-1" })
+    )
     expectConforming(created, 201, "createPet")
-    const replay = await send(`${strict.url}/pets`, json({ name: "Rex", categoryId: 1 }, { "idempotency-key": "prism-1" }))
+    const replay = await send(
+      `${strict.url}/pets`,
+      json({ name: "Rex", categoryId: 1 }, { "idempotency-key": "prism-1" })
+    )
     expectConforming(replay, 201, "createPet replayed")
     expect(replay.headers.get("idempotent-replayed")).toBe("true")
     await send(`${strict.url}/pets`, json({ name: "  Fido  ", categoryId: 2, status: "pending" }))
     await send(`${strict.url}/pets`, json({ name: "Bella", categoryId: 2 }))
 
-    expectConforming(await send(`${strict.url}/pets/${(created.body as { id: number }).id}`, authorized()), 200, "getPet")
+    expectConforming(
+      await send(`${strict.url}/pets/${(created.body as { id: number }).id}`, authorized()),
+      200,
+      "getPet"
+    )
 
     const first = await send(`${strict.url}/pets?limit=1&status=available`, authorized())
     expectConforming(first, 200, "listPets")
     const next = /<([^>]+)>; rel="next"/.exec(first.headers.get("link") ?? "")
     expect(next).not.toBeNull()
     const cursor = new URL(next![1]!).searchParams.get("cursor")!
-    expectConforming(await send(`${strict.url}/pets?limit=1&cursor=${cursor}`, authorized()), 200, "listPets, next page")
+    expectConforming(
+      await send(`${strict.url}/pets?limit=1&cursor=${cursor}`, authorized()),
+      200,
+      "listPets, next page"
+    )
     expectConforming(await send(`${strict.url}/pets`, authorized()), 200, "listPets, defaults")
 
     expectConforming(await send(`${strict.url}/rate_limit`, authorized()), 200, "getRateLimit")
@@ -119,7 +149,11 @@ describe("the document, checked by Prism's validation proxy against a real serve
 
   it("the errors a request valid by the document can meet: 400, 401, 404, 413, 422", async () => {
     // Valid by the pattern (60 code points), over the limit in UTF-16 code units, as the description says.
-    expectConforming(await send(`${strict.url}/pets`, json({ name: "😀".repeat(60), categoryId: 1 })), 400, "createPet, long astral name")
+    expectConforming(
+      await send(`${strict.url}/pets`, json({ name: "😀".repeat(60), categoryId: 1 })),
+      400,
+      "createPet, long astral name"
+    )
     const unknownKey = await send(`${strict.url}/pets`, { headers: { authorization: "Bearer psk_unknown" } })
     expectConforming(unknownKey, 401, "listPets, unknown key")
     expect(unknownKey.headers.get("www-authenticate")).toBe("Bearer realm=\"petstore\", error=\"invalid_token\"")
@@ -141,11 +175,17 @@ describe("the document, checked by Prism's validation proxy against a real serve
     const limited = await server.createKey("enterprise", { perMinute: 1, perDay: 1_000 })
     const headers = { authorization: `Bearer ${limited}` }
     expectConforming(await send(`${strict.url}/pets`, { headers }), 200, "listPets, the one request allowed")
-    for (const [path, init] of [
-      ["/pets", { headers }],
-      ["/pets/1", { headers }],
-      ["/pets", { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: "{\"name\":\"Rex\",\"categoryId\":1}" }]
-    ] as const) {
+    for (
+      const [path, init] of [
+        ["/pets", { headers }],
+        ["/pets/1", { headers }],
+        ["/pets", {
+          method: "POST",
+          headers: { ...headers, "content-type": "application/json" },
+          body: "{\"name\":\"Rex\",\"categoryId\":1}"
+        }]
+      ] as const
+    ) {
       const answer = await send(`${strict.url}${path}`, init)
       expectConforming(answer, 429, `${init.method ?? "GET"} ${path} over quota`)
       expect(Number(answer.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
@@ -153,23 +193,29 @@ describe("the document, checked by Prism's validation proxy against a real serve
   })
 
   it("the server's answers to requests the document calls invalid: 400 naming the field, 415", async () => {
-    for (const [where, path, init] of [
-      ["listPets, limit=0", "/pets?limit=0", authorized()],
-      ["listPets, limit=1e1", "/pets?limit=1e1", authorized()],
-      ["listPets, unknown status", "/pets?status=adopted", authorized()],
-      ["listPets, malformed cursor", "/pets?cursor=nope", authorized()],
-      ["getPet, petId=abc", "/pets/abc", authorized()],
-      ["getPet, petId=01", "/pets/01", authorized()],
-      ["createPet, categoryId 0 and an empty name", "/pets", json({ name: " ", categoryId: 0 })],
-      ["createPet, unknown field", "/pets", json({ name: "Rex", categoryId: 1, categoryID: 1 })]
-      // Not malformed JSON: Prism cannot parse such a body to forward it, and never answers.
-    ] as const) {
+    for (
+      const [where, path, init] of [
+        ["listPets, limit=0", "/pets?limit=0", authorized()],
+        ["listPets, limit=1e1", "/pets?limit=1e1", authorized()],
+        ["listPets, unknown status", "/pets?status=adopted", authorized()],
+        ["listPets, malformed cursor", "/pets?cursor=nope", authorized()],
+        ["getPet, petId=abc", "/pets/abc", authorized()],
+        ["getPet, petId=01", "/pets/01", authorized()],
+        ["createPet, categoryId 0 and an empty name", "/pets", json({ name: " ", categoryId: 0 })],
+        ["createPet, unknown field", "/pets", json({ name: "Rex", categoryId: 1, categoryID: 1 })]
+        // Not malformed JSON: Prism cannot parse such a body to forward it, and never answers.
+      ] as const
+    ) {
       const answer = await send(`${lenient.url}${path}`, init)
       expectConforming(answer, 400, where)
       expect((answer.body as { details: Array<unknown> }).details.length, where).toBeGreaterThan(0)
     }
     expectConforming(
-      await send(`${lenient.url}/pets`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "text/plain" }, body: "Rex" }),
+      await send(`${lenient.url}/pets`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "text/plain" },
+        body: "Rex"
+      }),
       415,
       "createPet, text/plain"
     )

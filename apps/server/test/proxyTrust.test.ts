@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest"
 import { anonymousQuotaSubject, parseIpAddress } from "../src/net/ipAddress.ts"
 import { clientAddress, parseProxyTrust, type ProxyTrust } from "../src/net/proxyTrust.ts"
 
-const text = (address: Option.Option<{ readonly text: string }>) => Option.getOrUndefined(Option.map(address, (a) => a.text))
+const text = (address: Option.Option<{ readonly text: string }>) =>
+  Option.getOrUndefined(Option.map(address, (a) => a.text))
 const trustOf = (setting: string): ProxyTrust => Result.getOrThrow(parseProxyTrust(setting))
 const clientOf = (setting: string, forwardedFor: string | undefined, socket = "10.0.0.2") =>
   text(clientAddress(trustOf(setting), forwardedFor, Option.some(socket)))
@@ -25,8 +26,21 @@ describe("an IP address as proxies and sockets write it", () => {
   })
 
   it.each([
-    "", "unknown", "_hidden", "203.0.113", "203.0.113.256", "01.2.3.4", "0x7f.0.0.1", "203.0.113.9:", "203.0.113.9:123456",
-    "[2001:db8::1", "[2001:db8::1]x", "[203.0.113.9]", "2001:db8::1:443:1:2:3:4:5", "a".repeat(2400), "1.2.3.4, 5.6.7.8"
+    "",
+    "unknown",
+    "_hidden",
+    "203.0.113",
+    "203.0.113.256",
+    "01.2.3.4",
+    "0x7f.0.0.1",
+    "203.0.113.9:",
+    "203.0.113.9:123456",
+    "[2001:db8::1",
+    "[2001:db8::1]x",
+    "[203.0.113.9]",
+    "2001:db8::1:443:1:2:3:4:5",
+    "a".repeat(2400),
+    "1.2.3.4, 5.6.7.8"
   ])("%j is no address", (input) => {
     expect(Option.isNone(parseIpAddress(input))).toBe(true)
   })
@@ -56,7 +70,18 @@ describe("TRUST_PROXY", () => {
     expect(trustOf("10.0.0.0/8, 192.0.2.7,fd00::/8, ::1").kind).toBe("proxies")
   })
 
-  it.each(["yes", "21", "-1", "1.5", "10.0.0.0/33", "fd00::/129", "10.0.0.0/8,", "proxy.example", "10.0.0.1/8/1", "10.0.0.0/x"])(
+  it.each([
+    "yes",
+    "21",
+    "-1",
+    "1.5",
+    "10.0.0.0/33",
+    "fd00::/129",
+    "10.0.0.0/8,",
+    "proxy.example",
+    "10.0.0.1/8/1",
+    "10.0.0.0/x"
+  ])(
     "%s is refused with a reason",
     (setting) => {
       expect(Result.isFailure(parseProxyTrust(setting))).toBe(true)

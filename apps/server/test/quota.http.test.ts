@@ -15,7 +15,7 @@ const resetOf = (answer: Answer) => Number(answer.headers.get("x-ratelimit-reset
  * returned, which the test then asserts on, all come from one window.
  */
 const inOneWindow = async (burst: () => Promise<ReadonlyArray<Answer>>) => {
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0;; attempt++) {
     const answers = await burst()
     const resets = new Set(answers.filter((a) => a.headers.has("x-ratelimit-reset")).map(resetOf))
     if (resets.size <= 1 || attempt === 2) return answers
@@ -155,7 +155,11 @@ describeOnEachBackend("quotas over HTTP", ({ name }) => {
 
   it("admin usage and unban answer 404 for an unknown key", async () => {
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
-    expectError(await send(`${server.adminUrl}/admin/keys/key_0000000000000000/usage`, { headers: admin }), 404, "not_found")
+    expectError(
+      await send(`${server.adminUrl}/admin/keys/key_0000000000000000/usage`, { headers: admin }),
+      404,
+      "not_found"
+    )
     expectError(
       await send(`${server.adminUrl}/admin/keys/key_0000000000000000/unban`, { method: "POST", headers: admin }),
       404,
@@ -168,11 +172,13 @@ describeOnEachBackend("quotas over HTTP", ({ name }) => {
       const { id, key } = await server.createKey("free")
       const answers: Array<Answer> = []
       for (let i = 0; i < 61; i++) answers.push(await send(url("/pets?limit=1"), { headers: bearer(key) }))
-      answers.push(await send(`${server.adminUrl}/admin/keys/${id}`, {
-        method: "PATCH",
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify({ plan: "pro" })
-      }))
+      answers.push(
+        await send(`${server.adminUrl}/admin/keys/${id}`, {
+          method: "PATCH",
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+          body: JSON.stringify({ plan: "pro" })
+        })
+      )
       answers.push(await send(url("/pets?limit=1"), { headers: bearer(key) }))
       return answers
     })

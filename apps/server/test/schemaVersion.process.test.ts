@@ -30,7 +30,9 @@ describe("the schema's version at start-up", needsPostgres, () => {
     const old = await startServerProcess({ DATABASE_URL: database.url, LOG_LEVEL: "Info", MIGRATE_ON_START: "false" })
     try {
       expect((await fetch(`${old.origin}/readyz`)).status).toBe(200)
-      expect(old.server.output()).toMatch(/"message":"the schema is newer than this server: serving with it".*"unknownMigrations":"9999"/)
+      expect(old.server.output()).toMatch(
+        /"message":"the schema is newer than this server: serving with it".*"unknownMigrations":"9999"/
+      )
     } finally {
       await old.server.stop()
     }

@@ -85,7 +85,10 @@ const routedPath = (uri: string) => uri.slice(new URL(uri).origin.length).split(
 
 /** Why a failed check is not a fault of the document or the server, or undefined when it is one. */
 const explained = (check: Check): string | undefined => {
-  if (check.name === "negative_data_rejection" && Object.keys(check.example.query ?? {}).some((key) => !DOCUMENTED_QUERY.has(key))) {
+  if (
+    check.name === "negative_data_rejection" &&
+    Object.keys(check.example.query ?? {}).some((key) => !DOCUMENTED_QUERY.has(key))
+  ) {
     return "an undeclared query parameter is ignored"
   }
   if (
@@ -137,63 +140,85 @@ describe.skipIf("skip" in schemathesis)("Schemathesis against a real server proc
     if (workDir) rmSync(workDir, { recursive: true, force: true })
   })
 
-  it("finds no request the document calls valid that the server refuses, no invalid one it accepts, no answer the document does not describe", async () => {
-    const key = await server.createKey("enterprise", { perMinute: 1_000_000, perDay: 100_000_000 })
-    const report = join(workDir, "report.tar.gz")
-    const args = [
-      "run", `${server.origin}/v1/openapi.json`,
-      // The document's servers end in /v1 and its paths are relative to them.
-      "--base-url", `${server.origin}/v1`,
-      "-H", `Authorization: Bearer ${key}`,
-      "--checks", "all",
-      "--experimental=openapi-3.1",
-      "--experimental=positive_data_acceptance",
-      "--experimental=coverage-phase",
-      "-D", "all",
-      "--stateful=links",
-      "--experimental-no-failfast",
-      // Bounded, and the same cases every run: CI's whole run has a budget.
-      "--hypothesis-max-examples", "25",
-      "--hypothesis-phases", "explicit,generate",
-      "--hypothesis-derandomize",
-      "--no-color",
-      `--report=${report}`
-    ]
-    const { stdout } = await run((schemathesis as { readonly bin: string }).bin, args, {
-      maxBuffer: 64 * 1024 * 1024,
-      timeout: 240_000,
-      // Hypothesis keeps its example database in the working directory.
-      cwd: workDir,
-      // A fixed hash seed, so Python's set and dict order (and with it the cases) is the same every run.
-      env: { ...process.env, SCHEMATHESIS_TELEMETRY: "false", NO_COLOR: "1", PYTHONHASHSEED: "0" }
-    }).catch((error: { stdout?: string; stderr?: string; code?: number }) => {
-      // Exit code 1 means "some check failed": the report says which, and whether each is explained.
-      if (error.code === 1) return { stdout: error.stdout ?? "" }
-      throw new Error(`st failed (${error.code}):\n${error.stdout}\n${error.stderr}`)
-    })
+  it(
+    "finds no request the document calls valid that the server refuses, no invalid one it accepts, no answer the document does not describe",
+    async () => {
+      const key = await server.createKey("enterprise", { perMinute: 1_000_000, perDay: 100_000_000 })
+      const report = join(workDir, "report.tar.gz")
+      const args = [
+        "run",
+        `${server.origin}/v1/openapi.json`,
+        // The document's servers end in /v1 and its paths are relative to them.
+        "--base-url",
+        `${server.origin}/v1`,
+        "-H",
+        `Authorization: Bearer ${key}`,
+        "--checks",
+        "all",
+        "--experimental=openapi-3.1",
+        "--experimental=positive_data_acceptance",
+        "--experimental=coverage-phase",
+        "-D",
+        "all",
+        "--stateful=links",
+        "--experimental-no-failfast",
+        // Bounded, and the same cases every run: CI's whole run has a budget.
+        "--hypothesis-max-examples",
+        "25",
+        "--hypothesis-phases",
+        "explicit,generate",
+        "--hypothesis-derandomize",
+        "--no-color",
+        `--report=${report}`
+      ]
+      const { stdout } = await run((schemathesis as { readonly bin: string }).bin, args, {
+        maxBuffer: 64 * 1024 * 1024,
+        timeout: 240_000,
+        // Hypothesis keeps its example database in the working directory.
+        cwd: workDir,
+        // A fixed hash seed, so Python's set and dict order (and with it the cases) is the same every run.
+        env: { ...process.env, SCHEMATHESIS_TELEMETRY: "false", NO_COLOR: "1", PYTHONHASHSEED: "0" }
+      }).catch((error: { stdout?: string; stderr?: string; code?: number }) => {
+        // Exit code 1 means "some check failed": the report says which, and whether each is explained.
+        if (error.code === 1) return { stdout: error.stdout ?? "" }
+        throw new Error(`st failed (${error.code}):\n${error.stdout}\n${error.stderr}`)
+      })
 
-    await run("tar", ["xzf", report, "-C", workDir])
-    const events = readdirSync(join(workDir, "events")).map((file) => JSON.parse(readFileSync(join(workDir, "events", file), "utf8")))
-    expect(events.some((event) => "Finished" in event), stdout).toBe(true)
-    const executions: Array<Execution> = events.filter((event) => "AfterExecution" in event).map((event) => event.AfterExecution)
-
-    const checks = executions.flatMap((execution) => execution.result.checks.map((check) => ({ execution, check })))
-    const unexplained = checks
-      .filter(({ check }) => check.value !== "success" && explained(check) === undefined)
-      .map(({ execution, check }) =>
-        `${execution.verbose_name}: ${check.name} ${check.value} (${check.message ?? ""}): ${check.request.method} ${check.request.uri} -> ${check.response?.status_code}`
+      await run("tar", ["xzf", report, "-C", workDir])
+      const events = readdirSync(join(workDir, "events")).map((file) =>
+        JSON.parse(readFileSync(join(workDir, "events", file), "utf8"))
       )
-    expect(unexplained, stdout).toEqual([])
-    expect(executions.flatMap((execution) => execution.result.errors), stdout).toEqual([])
+      expect(events.some((event) => "Finished" in event), stdout).toBe(true)
+      const executions: Array<Execution> = events.filter((event) => "AfterExecution" in event).map((event) =>
+        event.AfterExecution
+      )
 
-    // It really exercised every operation, and the createPet -> getPet link.
-    const tested = new Set(executions.map((execution) => execution.verbose_name))
-    expect([...tested].filter((name) => !beta.includes(name)).sort()).toEqual(["GET /v1/pets", "GET /v1/pets/{petId}", "GET /v1/rate_limit", "POST /v1/pets"])
-    // And the beta operations of issue 13, and placeOrder's links to getOrder, cancelOrder and deliverOrder.
-    expect([...tested].filter((name) => beta.includes(name)).sort()).toEqual([...beta].sort())
-    for (const name of tested) {
-      expect(checks.filter(({ execution }) => execution.verbose_name === name).length, name).toBeGreaterThan(20)
-    }
-    expect(stdout).toMatch(/Collected API links: 4/)
-  }, 300_000)
+      const checks = executions.flatMap((execution) => execution.result.checks.map((check) => ({ execution, check })))
+      const unexplained = checks
+        .filter(({ check }) => check.value !== "success" && explained(check) === undefined)
+        .map(({ execution, check }) =>
+          `${execution.verbose_name}: ${check.name} ${check.value} (${
+            check.message ?? ""
+          }): ${check.request.method} ${check.request.uri} -> ${check.response?.status_code}`
+        )
+      expect(unexplained, stdout).toEqual([])
+      expect(executions.flatMap((execution) => execution.result.errors), stdout).toEqual([])
+
+      // It really exercised every operation, and the createPet -> getPet link.
+      const tested = new Set(executions.map((execution) => execution.verbose_name))
+      expect([...tested].filter((name) => !beta.includes(name)).sort()).toEqual([
+        "GET /v1/pets",
+        "GET /v1/pets/{petId}",
+        "GET /v1/rate_limit",
+        "POST /v1/pets"
+      ])
+      // And the beta operations of issue 13, and placeOrder's links to getOrder, cancelOrder and deliverOrder.
+      expect([...tested].filter((name) => beta.includes(name)).sort()).toEqual([...beta].sort())
+      for (const name of tested) {
+        expect(checks.filter(({ execution }) => execution.verbose_name === name).length, name).toBeGreaterThan(20)
+      }
+      expect(stdout).toMatch(/Collected API links: 4/)
+    },
+    300_000
+  )
 })

@@ -37,7 +37,11 @@ const holdCreate = (port: number, key: string, name: string): HeldRequest => {
     method: "POST",
     path: "/v1/pets",
     agent: false,
-    headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)) }
+    headers: {
+      authorization: `Bearer ${key}`,
+      "content-type": "application/json",
+      "content-length": String(Buffer.byteLength(body))
+    }
   })
   const answer = new Promise<{ status: number; text: string } | { error: string }>((resolve) => {
     req.on("error", (error: NodeJS.ErrnoException) => resolve({ error: `${error.code ?? ""} ${error.message}` }))
@@ -56,7 +60,10 @@ const holdCreate = (port: number, key: string, name: string): HeldRequest => {
 
 /** Requests of the key admitted so far today (GET /v1/rate_limit spends nothing). */
 const usedToday = async (origin: string, key: string) => {
-  const response = await fetch(`${origin}/v1/rate_limit`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(60_000) })
+  const response = await fetch(`${origin}/v1/rate_limit`, {
+    headers: { authorization: `Bearer ${key}` },
+    signal: AbortSignal.timeout(60_000)
+  })
   const status = (await response.json()) as { day: { limit: number; remaining: number } }
   return status.day.limit - status.day.remaining
 }
@@ -84,9 +91,15 @@ describe("graceful shutdown of a server process", () => {
     server.child.kill("SIGTERM")
 
     // New connections are refused soon after the signal, while the held requests are still open.
-    const refused = await eventually(async () => (await tryConnect("127.0.0.1", port, 1_000)) === "ECONNREFUSED", 30_000, 20)
+    const refused = await eventually(
+      async () => (await tryConnect("127.0.0.1", port, 1_000)) === "ECONNREFUSED",
+      30_000,
+      20
+    )
     const refusedAfterMs = Date.now() - signalledAt
-    expect(refused, `new connections were still accepted ${refusedAfterMs} ms after SIGTERM:\n${server.output()}`).toBe(true)
+    expect(refused, `new connections were still accepted ${refusedAfterMs} ms after SIGTERM:\n${server.output()}`).toBe(
+      true
+    )
     expect(server.child.exitCode, `the process exited with requests in flight:\n${server.output()}`).toBeNull()
     expect(server.child.signalCode).toBeNull()
 
@@ -95,7 +108,12 @@ describe("graceful shutdown of a server process", () => {
     answers.forEach((answer, i) => {
       expect(answer, `in-flight request ${i} after SIGTERM:\n${server.output()}`).toMatchObject({ status: 201 })
       if ("text" in answer) {
-        expect(JSON.parse(answer.text)).toEqual({ id: expect.any(Number), name: `In flight ${i}`, categoryId: 7, status: "available" })
+        expect(JSON.parse(answer.text)).toEqual({
+          id: expect.any(Number),
+          name: `In flight ${i}`,
+          categoryId: 7,
+          status: "available"
+        })
       }
     })
 
@@ -114,10 +132,14 @@ describe("graceful shutdown of a server process", () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 })
     try {
       const status = await new Promise<number>((resolve, reject) => {
-        const req = request(`${origin}/v1/pets?limit=1`, { agent, headers: { authorization: `Bearer ${key}` } }, (response) => {
-          response.resume()
-          response.on("end", () => resolve(response.statusCode ?? 0))
-        })
+        const req = request(
+          `${origin}/v1/pets?limit=1`,
+          { agent, headers: { authorization: `Bearer ${key}` } },
+          (response) => {
+            response.resume()
+            response.on("end", () => resolve(response.statusCode ?? 0))
+          }
+        )
         req.on("error", reject)
         req.end()
       })
@@ -125,7 +147,8 @@ describe("graceful shutdown of a server process", () => {
       const signalledAt = Date.now()
       server.child.kill("SIGTERM")
       const exit = await waitForExit(server.child, 5_000)
-      expect(exit, `still running 5 s after SIGTERM with an idle keep-alive connection:\n${server.output()}`).toBeDefined()
+      expect(exit, `still running 5 s after SIGTERM with an idle keep-alive connection:\n${server.output()}`)
+        .toBeDefined()
       expect(
         { code: exit!.code, signal: exit!.signal },
         `exit ${JSON.stringify(exit)} ${Date.now() - signalledAt} ms after SIGTERM; output:\n${server.output()}`

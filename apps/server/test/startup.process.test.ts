@@ -31,7 +31,9 @@ describe("start-up", () => {
       } catch (error) {
         const cause = (error as { cause?: { code?: string } }).cause
         if (cause?.code !== "ECONNREFUSED") {
-          throw new Error(`a connection was accepted and not answered: ${String(error)} (${String(cause)})\n${server.output()}`)
+          throw new Error(
+            `a connection was accepted and not answered: ${String(error)} (${String(cause)})\n${server.output()}`
+          )
         }
         refused++
         await new Promise((resolve) => setTimeout(resolve, 10))

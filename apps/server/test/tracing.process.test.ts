@@ -44,6 +44,8 @@ describe("tracing", () => {
       if (spanNames.some((name) => name.includes("GET"))) break
       await new Promise((resolve) => setTimeout(resolve, 200))
     }
-    expect(spanNames.some((name) => name.includes("GET")), `spans: ${spanNames.join(", ")}\n${server.output()}`).toBe(true)
+    expect(spanNames.some((name) => name.includes("GET")), `spans: ${spanNames.join(", ")}\n${server.output()}`).toBe(
+      true
+    )
   })
 })

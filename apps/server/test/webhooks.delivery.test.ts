@@ -14,7 +14,12 @@ import { WebhookEndpoints } from "../src/webhooks/WebhookEndpoints.ts"
 
 /** The webhook services over PGlite in memory, the dispatcher's loop off: each test drives `runOnce` itself. */
 const services = (overrides: Partial<AppConfigValues>) => {
-  const config = AppConfig.layerWith({ dataDir: ":memory:", databaseUrl: Option.none(), webhookDelivery: false, ...overrides })
+  const config = AppConfig.layerWith({
+    dataDir: ":memory:",
+    databaseUrl: Option.none(),
+    webhookDelivery: false,
+    ...overrides
+  })
   return Layer.mergeAll(Dispatcher.layer, WebhookDesk.layer).pipe(
     Layer.provideMerge(Layer.mergeAll(Events.layer, WebhookEndpoints.layer, Deliveries.layer)),
     Layer.provideMerge(Database.layer),
@@ -30,7 +35,9 @@ const customer = (id: string) =>
     const db = yield* Database
     yield* db.query(sql`UPDATE webhook_endpoints SET enabled = false`)
     yield* db.query(sql`DELETE FROM webhook_messages`)
-    yield* db.query(sql`INSERT INTO api_keys (id, secret_hash, name, plan) VALUES (${id}, ${`hash-${id}`}, ${id}, 'free')`)
+    yield* db.query(
+      sql`INSERT INTO api_keys (id, secret_hash, name, plan) VALUES (${id}, ${`hash-${id}`}, ${id}, 'free')`
+    )
     return { id, role: "customer" as const }
   })
 
@@ -108,13 +115,17 @@ describe("webhook delivery, with the server's time on a TestClock", () => {
         yield* createPet("Two")
         assert.strictEqual(yield* dispatcher.runOnce, 2)
         // Failing since the first attempt; five days on, the next failure disables it.
-        yield* db.query(sql`UPDATE webhook_endpoints SET failing_since = failing_since - interval '5 days' WHERE id = ${endpoint.id}`)
+        yield* db.query(
+          sql`UPDATE webhook_endpoints SET failing_since = failing_since - interval '5 days' WHERE id = ${endpoint.id}`
+        )
         yield* TestClock.adjust(6_000)
         assert.isAtLeast(yield* dispatcher.runOnce, 1)
         const now = yield* desk.get(key, endpoint.id)
         assert.isFalse(now.enabled)
         assert.strictEqual(now.disabledReason, "deliveries failed for 5 days")
-        const [queued] = yield* db.query<{ n: number }>(sql`SELECT count(*)::integer AS n FROM webhook_messages WHERE endpoint_id = ${endpoint.id}`)
+        const [queued] = yield* db.query<{ n: number }>(
+          sql`SELECT count(*)::integer AS n FROM webhook_messages WHERE endpoint_id = ${endpoint.id}`
+        )
         assert.strictEqual(queued!.n, 0)
         yield* createPet("Three")
         yield* TestClock.adjust(3_600_000)
@@ -141,7 +152,10 @@ describe("webhook delivery refuses private addresses at connect time", () => {
         const deliveries = yield* Deliveries
         const key = yield* customer("rebinding")
         // At registration the name is only a name: nothing about it is refused.
-        const endpoint = yield* desk.create(key, { url: `http://rebinding.example:${target.port}/hook`, eventTypes: ["pet.created"] })
+        const endpoint = yield* desk.create(key, {
+          url: `http://rebinding.example:${target.port}/hook`,
+          eventTypes: ["pet.created"]
+        })
         rebound.set("rebinding.example", "127.0.0.1")
         yield* createPet("Rebound")
         assert.strictEqual(yield* dispatcher.runOnce, 1)
@@ -156,7 +170,17 @@ describe("webhook delivery refuses private addresses at connect time", () => {
       Effect.gen(function*() {
         const desk = yield* WebhookDesk
         const key = yield* customer("literals")
-        for (const url of ["http://127.0.0.1/x", "http://10.1.2.3/x", "http://[fe80::1]/x", "http://169.254.169.254/x", "http://[::ffff:127.0.0.1]/x", "http://192.168.1.1/x", "http://localhost/x"]) {
+        for (
+          const url of [
+            "http://127.0.0.1/x",
+            "http://10.1.2.3/x",
+            "http://[fe80::1]/x",
+            "http://169.254.169.254/x",
+            "http://[::ffff:127.0.0.1]/x",
+            "http://192.168.1.1/x",
+            "http://localhost/x"
+          ]
+        ) {
           const refused = yield* Effect.flip(desk.create(key, { url }))
           assert.strictEqual((refused as { code?: string }).code, "invalid_request", url)
         }

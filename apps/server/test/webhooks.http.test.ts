@@ -1,5 +1,11 @@
 import { type Event, makePetstoreClient, verifyWebhook } from "@petstore/contract"
-import { ADMIN_TOKEN, createKey, type ReceivedWebhook, startWebhookReceiver, type WebhookReceiver } from "@petstore/test-support"
+import {
+  ADMIN_TOKEN,
+  createKey,
+  type ReceivedWebhook,
+  startWebhookReceiver,
+  type WebhookReceiver
+} from "@petstore/test-support"
 import { Effect } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { Webhook } from "standardwebhooks"
@@ -8,8 +14,8 @@ import { backends, suiteOptions } from "./support/databases.ts"
 import { waitFor } from "./support/waitFor.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 
-
-const clientOf = (server: RunningServer, apiKey: string) =>
+const clientOf =
+  (server: RunningServer, apiKey: string) =>
   <A, E>(use: (client: Effect.Success<ReturnType<typeof makePetstoreClient>>) => Effect.Effect<A, E>) =>
     makePetstoreClient({ baseUrl: server.baseUrl, apiKey }).pipe(
       Effect.flatMap(use),
@@ -37,12 +43,22 @@ for (const backend of backends) {
       const customer = await server.createKey("pro")
       const api = clientOf(server, customer.key)
       const endpoint = await api((client) =>
-        client.createWebhookEndpoint({ url: receiver.url, eventTypes: ["order.placed", "order.cancelled"], description: "e2e" })
+        client.createWebhookEndpoint({
+          url: receiver.url,
+          eventTypes: ["order.placed", "order.cancelled"],
+          description: "e2e"
+        })
       )
       expect(endpoint.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/)
-      expect(endpoint).toMatchObject({ url: receiver.url, enabled: true, eventTypes: ["order.placed", "order.cancelled"] })
+      expect(endpoint).toMatchObject({
+        url: receiver.url,
+        enabled: true,
+        eventTypes: ["order.placed", "order.cancelled"]
+      })
       // The secret is shown once: reading the endpoint again does not show it.
-      expect(JSON.stringify(await api((client) => client.getWebhookEndpoint(endpoint.id)))).not.toContain(endpoint.secret)
+      expect(JSON.stringify(await api((client) => client.getWebhookEndpoint(endpoint.id)))).not.toContain(
+        endpoint.secret
+      )
 
       const pet = await api((client) => client.createPet({ name: "Webhooked", categoryId: 1 }))
       const order = await api((client) => client.placeOrder({ petId: pet.id }))
@@ -81,7 +97,9 @@ for (const backend of backends) {
       expect(adminView.status, adminText).toBe(200)
       expect(JSON.parse(adminText)).toMatchObject([{ id: endpoint.id, url: receiver.url, enabled: true }])
       expect(adminText).not.toContain(endpoint.secret)
-      const metrics = await (await fetch(`${server.adminUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text()
+      const metrics =
+        await (await fetch(`${server.adminUrl}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }))
+          .text()
       expect(metrics).toMatch(/webhook_deliveries_total\{[^}]*outcome="succeeded"[^}]*\} [1-9]/)
       expect(metrics).toMatch(/webhook_delivery_lag_seconds_count(\{[^}]*\})? [1-9]/)
     })
@@ -89,9 +107,14 @@ for (const backend of backends) {
     it("test events, redeliveries with the same webhook-id, and both signatures while a rotated secret overlaps", async () => {
       const staff = await createKey(server.adminUrl, "pro", undefined, ADMIN_TOKEN, "staff")
       const api = clientOf(server, staff.key)
-      const endpoint = await api((client) => client.createWebhookEndpoint({ url: `${receiver.url}?rotation`, eventTypes: ["webhook.test"] }))
+      const endpoint = await api((client) =>
+        client.createWebhookEndpoint({ url: `${receiver.url}?rotation`, eventTypes: ["webhook.test"] })
+      )
       const { eventId } = await api((client) => client.testWebhookEndpoint(endpoint.id))
-      const first = await waitFor(() => receiver.received.find((webhook) => webhook.headers["webhook-id"] === eventId), "the test event")
+      const first = await waitFor(
+        () => receiver.received.find((webhook) => webhook.headers["webhook-id"] === eventId),
+        "the test event"
+      )
       expect(eventOf(first)).toMatchObject({ type: "webhook.test", data: { endpointId: endpoint.id } })
 
       const rotated = await api((client) => client.rotateWebhookSecret(endpoint.id))
@@ -110,20 +133,35 @@ for (const backend of backends) {
     it("410 Gone disables the endpoint; a redirect is a failure and is not followed", async () => {
       const customer = await server.createKey("pro")
       const api = clientOf(server, customer.key)
-      const gone = await api((client) => client.createWebhookEndpoint({ url: `${receiver.url}?gone`, eventTypes: ["webhook.test"] }))
-      const moved = await api((client) => client.createWebhookEndpoint({ url: `${receiver.url}?moved`, eventTypes: ["webhook.test"] }))
+      const gone = await api((client) =>
+        client.createWebhookEndpoint({ url: `${receiver.url}?gone`, eventTypes: ["webhook.test"] })
+      )
+      const moved = await api((client) =>
+        client.createWebhookEndpoint({ url: `${receiver.url}?moved`, eventTypes: ["webhook.test"] })
+      )
       receiver.answerWith((request, response) => {
         if (request.path.endsWith("?gone")) return response.writeHead(410).end()
-        if (request.path.endsWith("?moved")) return response.writeHead(301, { location: `${receiver.url}?followed` }).end()
+        if (request.path.endsWith("?moved")) {
+          return response.writeHead(301, { location: `${receiver.url}?followed` }).end()
+        }
         if (request.path.endsWith("?followed")) throw new Error("a redirect was followed")
         response.writeHead(200).end("ok")
       })
       await api((client) => client.testWebhookEndpoint(gone.id))
       await api((client) => client.testWebhookEndpoint(moved.id))
-      await waitFor(() => receiver.received.some((webhook) => webhook.path.endsWith("?moved")), "the redirected attempt")
-      const goneNow = await pollUntil(() => api((client) => client.getWebhookEndpoint(gone.id)), (endpoint) => !endpoint.enabled)
+      await waitFor(
+        () => receiver.received.some((webhook) => webhook.path.endsWith("?moved")),
+        "the redirected attempt"
+      )
+      const goneNow = await pollUntil(
+        () => api((client) => client.getWebhookEndpoint(gone.id)),
+        (endpoint) => !endpoint.enabled
+      )
       expect(goneNow.disabledReason).toContain("410")
-      const movedAttempts = await pollUntil(() => api((client) => client.listWebhookAttempts(moved.id)), (attempts) => attempts.length > 0)
+      const movedAttempts = await pollUntil(
+        () => api((client) => client.listWebhookAttempts(moved.id)),
+        (attempts) => attempts.length > 0
+      )
       expect(movedAttempts[0]).toMatchObject({ outcome: "failed", statusCode: 301, error: "redirect 301 not followed" })
       expect(movedAttempts[0]!.nextAttemptAt).not.toBeNull()
       expect(receiver.received.some((webhook) => webhook.path.endsWith("?followed"))).toBe(false)
@@ -135,20 +173,36 @@ for (const backend of backends) {
       try {
         const customer = await strict.createKey("pro")
         const api = clientOf(strict, customer.key)
-        for (const url of ["http://example.com/hook", "https://127.0.0.1/hook", "https://[::1]/hook", "https://169.254.169.254/latest", "https://localhost/x"]) {
+        for (
+          const url of [
+            "http://example.com/hook",
+            "https://127.0.0.1/hook",
+            "https://[::1]/hook",
+            "https://169.254.169.254/latest",
+            "https://localhost/x"
+          ]
+        ) {
           const refused = await api((client) => Effect.flip(client.createWebhookEndpoint({ url })))
           expect(refused).toHaveProperty("code", "invalid_request")
         }
         // Fifteen at once: exactly ten are created, whatever the interleaving.
-        const outcomes = await Promise.allSettled(Array.from({ length: 15 }, (_, i) =>
-          api((client) => client.createWebhookEndpoint({ url: `https://example.com/hook/${i}` }))))
+        const outcomes = await Promise.allSettled(
+          Array.from(
+            { length: 15 },
+            (_, i) => api((client) => client.createWebhookEndpoint({ url: `https://example.com/hook/${i}` }))
+          )
+        )
         expect(outcomes.filter((outcome) => outcome.status === "fulfilled")).toHaveLength(10)
-        const eleventh = await api((client) => Effect.flip(client.createWebhookEndpoint({ url: "https://example.com/hook/10" })))
+        const eleventh = await api((client) =>
+          Effect.flip(client.createWebhookEndpoint({ url: "https://example.com/hook/10" }))
+        )
         expect(eleventh).toHaveProperty("code", "invalid_request")
         const mine = await api((client) => client.listWebhookEndpoints())
         expect(mine).toHaveLength(10)
         const other = await strict.createKey("pro")
-        const notTheirs = await clientOf(strict, other.key)((client) => Effect.flip(client.getWebhookEndpoint(mine[0]!.id)))
+        const notTheirs = await clientOf(strict, other.key)((client) =>
+          Effect.flip(client.getWebhookEndpoint(mine[0]!.id))
+        )
         expect(notTheirs).toHaveProperty("code", "not_found")
       } finally {
         await strict.stop()

@@ -11,7 +11,15 @@
  * in transaction mode with named prepared statements.)
  */
 import { afterEach, describe, expect, it } from "vitest"
-import { ADMIN_TOKEN, createTestDatabase, eventually, json, postgresAdminUrl, send, startServerProcess } from "@petstore/test-support"
+import {
+  ADMIN_TOKEN,
+  createTestDatabase,
+  eventually,
+  json,
+  postgresAdminUrl,
+  send,
+  startServerProcess
+} from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
 import { startProxyInFrontOf } from "./support/tcpProxy.ts"
 
@@ -24,7 +32,9 @@ afterEach(async () => {
 const closedForSilence = async (admin: string) => {
   const text = await (await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text()
   return text.split("\n")
-    .filter((entry) => entry.startsWith("database_connections_closed_total{") && /reason="(silent|timed_out)"/.test(entry))
+    .filter((entry) =>
+      entry.startsWith("database_connections_closed_total{") && /reason="(silent|timed_out)"/.test(entry)
+    )
     .reduce((sum, entry) => sum + Number(entry.split(" ").at(-1)), 0)
 }
 
@@ -47,16 +57,24 @@ describe("a connection whose answer was swallowed", needsPostgres, () => {
     // Enough concurrent statements that some queue behind the lost answer.
     const during = await Promise.all(Array.from({ length: 40 }, list))
     // Each is answered (200, or 503 for those behind the lost answer), none hangs.
-    expect(during.every((answer) => answer.status === 200 || answer.status === 503), JSON.stringify(during.map((a) => a.status))).toBe(true)
+    expect(
+      during.every((answer) => answer.status === 200 || answer.status === 503),
+      JSON.stringify(during.map((a) => a.status))
+    ).toBe(true)
 
     let last = ""
-    const serves = await eventually(async () => {
-      const answers = await Promise.all(Array.from({ length: 20 }, list))
-      last = answers.map((answer) => `${answer.status} ${answer.text.slice(0, 100)}`).join("\n")
-      return answers.every((answer) => answer.status === 200)
-    }, 30_000, 200)
-    const metrics = (await (await fetch(`${started.admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text())
-      .split("\n").filter((line) => line.startsWith("database_")).join("\n")
+    const serves = await eventually(
+      async () => {
+        const answers = await Promise.all(Array.from({ length: 20 }, list))
+        last = answers.map((answer) => `${answer.status} ${answer.text.slice(0, 100)}`).join("\n")
+        return answers.every((answer) => answer.status === 200)
+      },
+      30_000,
+      200
+    )
+    const metrics =
+      (await (await fetch(`${started.admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text())
+        .split("\n").filter((line) => line.startsWith("database_")).join("\n")
     const { execSync } = await import("node:child_process")
     const sockets = execSync(`ss -tnpo | grep ${proxy.port} | grep -v "${proxy.port} *users" || true`).toString()
     expect(serves, `${last}\n${metrics}\n${sockets}\n${started.server.output().slice(-1_000)}`).toBe(true)

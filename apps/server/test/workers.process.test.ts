@@ -32,35 +32,48 @@ const start = async (env: Record<string, string>) => {
  * Windows follow the wall clock: a burst that straddles a minute is sent again with a new key.
  */
 const burst = async (origins: ReadonlyArray<string>, admin: string) => {
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0;; attempt++) {
     const { id, key } = await createKey(admin, "free")
-    const answers = await Promise.all(Array.from({ length: 300 }, (_, i) =>
-      fetch(`${origins[i % origins.length]}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then(
-        async (response) => ({ status: response.status, reset: response.headers.get("x-ratelimit-reset"), body: await response.text() })
-      )))
+    const answers = await Promise.all(
+      Array.from(
+        { length: 300 },
+        (_, i) =>
+          fetch(`${origins[i % origins.length]}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then(
+            async (response) => ({
+              status: response.status,
+              reset: response.headers.get("x-ratelimit-reset"),
+              body: await response.text()
+            })
+          )
+      )
+    )
     const resets = new Set(answers.map((answer) => answer.reset))
     if (resets.size === 1 || attempt === 2) return Object.assign(answers, { keyId: id })
   }
 }
 
 describe("several server processes on one PostgreSQL database", needsPostgres, () => {
-  it("admit exactly a free key's 60 requests of 300 sent at once over two processes, and keep the daily count across a restart", async () => {
-    const database = await createTestDatabase(postgresAdminUrl!)
-    databases.push(database)
-    const [a, b] = await Promise.all([start({ DATABASE_URL: database.url }), start({ DATABASE_URL: database.url })])
-    const answers = await burst([a.origin, b.origin], a.admin)
-    expect(answers.filter((answer) => answer.status === 200)).toHaveLength(60)
-    expect(answers.filter((answer) => answer.status === 429)).toHaveLength(240)
+  it(
+    "admit exactly a free key's 60 requests of 300 sent at once over two processes, and keep the daily count across a restart",
+    async () => {
+      const database = await createTestDatabase(postgresAdminUrl!)
+      databases.push(database)
+      const [a, b] = await Promise.all([start({ DATABASE_URL: database.url }), start({ DATABASE_URL: database.url })])
+      const answers = await burst([a.origin, b.origin], a.admin)
+      expect(answers.filter((answer) => answer.status === 200)).toHaveLength(60)
+      expect(answers.filter((answer) => answer.status === 429)).toHaveLength(240)
 
-    // The daily count lives in the database: a process started afterwards sees it.
-    await Promise.all([a.server.stop(), b.server.stop()])
-    const restarted = await start({ DATABASE_URL: database.url })
-    const usage = await fetch(`${restarted.admin}/admin/keys/${answers.keyId}/usage`, {
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` }
-    })
-    const body = (await usage.json()) as { day: { used: number } }
-    expect(body.day.used).toBe(60)
-  }, 120_000)
+      // The daily count lives in the database: a process started afterwards sees it.
+      await Promise.all([a.server.stop(), b.server.stop()])
+      const restarted = await start({ DATABASE_URL: database.url })
+      const usage = await fetch(`${restarted.admin}/admin/keys/${answers.keyId}/usage`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` }
+      })
+      const body = (await usage.json()) as { day: { used: number } }
+      expect(body.day.used).toBe(60)
+    },
+    120_000
+  )
 
   it("WORKERS=2 serves one port from two processes with exact quotas", async () => {
     const database = await createTestDatabase(postgresAdminUrl!)
@@ -78,7 +91,9 @@ describe("WORKERS without the shared store", () => {
     running.push(server)
     const code = await new Promise<number | null>((resolve) => server.child.once("exit", resolve))
     expect(code).toBe(2)
-    expect(server.output().trim()).toMatch(/^petstore: invalid configuration: WORKERS: 2 processes need the shared PostgreSQL quota store/)
+    expect(server.output().trim()).toMatch(
+      /^petstore: invalid configuration: WORKERS: 2 processes need the shared PostgreSQL quota store/
+    )
     expect(server.output().trim().split("\n")).toHaveLength(1)
   })
 })

@@ -26,7 +26,10 @@ export interface Phase {
 export const skipped = (reason: string) => new CheckSkipped({ reason })
 
 /** A check that cannot run in this configuration, reported as skipped with the reason. */
-export const skippedCheck = (check: Omit<Check, "run">, reason: string): Check => ({ ...check, run: Effect.fail(skipped(reason)) })
+export const skippedCheck = (check: Omit<Check, "run">, reason: string): Check => ({
+  ...check,
+  run: Effect.fail(skipped(reason))
+})
 
 export interface Selection {
   readonly only?: Tag | undefined
@@ -64,7 +67,9 @@ const runCheck = (check: Check, unmet: CheckResult | undefined) =>
     const base = { id: check.id, title: check.title, tag: check.tag, area: check.area }
     if (unmet !== undefined) {
       // What kept the required check from running keeps this one too: say so in the same words.
-      const reason = unmet.status === "skip" && unmet.reason !== undefined ? unmet.reason : `needs "${unmet.title}", which failed`
+      const reason = unmet.status === "skip" && unmet.reason !== undefined
+        ? unmet.reason
+        : `needs "${unmet.title}", which failed`
       return { ...base, status: "skip", reason, durationMs: 0 } satisfies CheckResult
     }
     const exit = yield* Effect.exit(check.run)
@@ -89,7 +94,10 @@ const runCheck = (check: Check, unmet: CheckResult | undefined) =>
     return {
       ...base,
       status: "fail",
-      failure: { expected: "the check to run to completion", received: `the suite failed: ${defectMessage(exit.cause)}` },
+      failure: {
+        expected: "the check to run to completion",
+        received: `the suite failed: ${defectMessage(exit.cause)}`
+      },
       durationMs
     } satisfies CheckResult
   })
@@ -116,7 +124,9 @@ export const runPhases = (
         }
         const outcomes = new Map<string, CheckResult>()
         for (const check of checksToRun(phase, selected)) {
-          const unmet = (check.requires ?? []).map((id) => outcomes.get(id)).find((r) => r !== undefined && r.status !== "pass")
+          const unmet = (check.requires ?? []).map((id) => outcomes.get(id)).find((r) =>
+            r !== undefined && r.status !== "pass"
+          )
           const result = yield* runCheck(check, unmet)
           outcomes.set(check.id, result)
           if (selected(check)) {

@@ -50,7 +50,9 @@ const keysFromFlags = (assignments: ReadonlyArray<string>) =>
     for (const [index, assignment] of assignments.entries()) {
       const parsed = parseAssignment(assignment)
       if ("problem" in parsed) {
-        return yield* usage(`--key takes PLAN=KEY with PLAN one of ${PLAN_LIST}; --key number ${index + 1} ${parsed.problem}`)
+        return yield* usage(
+          `--key takes PLAN=KEY with PLAN one of ${PLAN_LIST}; --key number ${index + 1} ${parsed.problem}`
+        )
       }
       ;(keys[parsed.plan] ??= []).push(parsed.key)
     }
@@ -84,7 +86,9 @@ const keysFromEnvironment = Effect.gen(function*() {
     if (given.length > 0) keys[plan] = given
   }
   return keys
-}).pipe(Effect.catchTag("ConfigError", (error) => usage(`cannot read the CONFORMANCE_KEY_* variables: ${error.message}`)))
+}).pipe(
+  Effect.catchTag("ConfigError", (error) => usage(`cannot read the CONFORMANCE_KEY_* variables: ${error.message}`))
+)
 
 /** On a terminal the line is rewritten in place; in a CI log, every wait, and otherwise a line per phase every few seconds. */
 const makeProgress = () => {
@@ -132,13 +136,18 @@ const conformance = Command.make(
     ),
     keys: Flag.String("key").pipe(
       Flag.atLeast(0),
-      Flag.withDescription("PLAN=KEY, repeatable. Shows the key to anyone who sees the command line: prefer --keys-file")
+      Flag.withDescription(
+        "PLAN=KEY, repeatable. Shows the key to anyone who sees the command line: prefer --keys-file"
+      )
     ),
     only: Flag.Literals("only", ["spec"]).pipe(
       Flag.optional,
       Flag.withDescription("spec: only the checks the interface spec mandates, not this implementation's extensions")
     ),
-    grep: Flag.String("grep").pipe(Flag.optional, Flag.withDescription("Only the checks whose id or title contains TEXT")),
+    grep: Flag.String("grep").pipe(
+      Flag.optional,
+      Flag.withDescription("Only the checks whose id or title contains TEXT")
+    ),
     junit: Flag.String("junit").pipe(Flag.optional, Flag.withDescription("Write a JUnit XML report to FILE")),
     json: Flag.String("json").pipe(Flag.optional, Flag.withDescription("Write a JSON report to FILE")),
     daily: Flag.Boolean("daily").pipe(
@@ -153,7 +162,9 @@ const conformance = Command.make(
     ),
     seed: Flag.Int("seed").pipe(
       Flag.optional,
-      Flag.withDescription("The schema-driven phase's seed: the same seed sends the same requests again (default: a random one, printed)")
+      Flag.withDescription(
+        "The schema-driven phase's seed: the same seed sends the same requests again (default: a random one, printed)"
+      )
     ),
     openapi: Flag.String("openapi").pipe(
       Flag.optional,
@@ -164,15 +175,21 @@ const conformance = Command.make(
     html: Flag.String("html").pipe(Flag.optional, Flag.withDescription("Write a self-contained HTML report to FILE")),
     webhooks: Flag.Boolean("webhooks").pipe(
       Flag.withDefault(false),
-      Flag.withDescription("Also check webhook deliveries: a receiver of the run is registered, events are caused, and what arrives is checked")
+      Flag.withDescription(
+        "Also check webhook deliveries: a receiver of the run is registered, events are caused, and what arrives is checked"
+      )
     ),
     webhookListen: Flag.String("webhook-listen").pipe(
       Flag.optional,
-      Flag.withDescription("Where the webhook receiver listens, HOST:PORT (default 127.0.0.1:0, a free port); implies --webhooks")
+      Flag.withDescription(
+        "Where the webhook receiver listens, HOST:PORT (default 127.0.0.1:0, a free port); implies --webhooks"
+      )
     ),
     webhookPublicUrl: Flag.String("webhook-public-url").pipe(
       Flag.optional,
-      Flag.withDescription("The http(s) URL at which the deployment reaches the receiver, when not its listening address; implies --webhooks")
+      Flag.withDescription(
+        "The http(s) URL at which the deployment reaches the receiver, when not its listening address; implies --webhooks"
+      )
     )
   },
   Effect.fn(function*(input) {
@@ -199,13 +216,17 @@ const conformance = Command.make(
       return yield* usage(`--webhook-listen takes HOST:PORT, such as 0.0.0.0:8099 or [::1]:8099, not "${listen}"`)
     }
     if (publicUrl !== undefined && (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol))) {
-      return yield* usage(`--webhook-public-url must be an http(s) URL such as https://hooks.example.com, not "${publicUrl}"`)
+      return yield* usage(
+        `--webhook-public-url must be an http(s) URL such as https://hooks.example.com, not "${publicUrl}"`
+      )
     }
     const webhooks = input.webhooks || listen !== undefined || publicUrl !== undefined
 
     if (input.fuzz < 0) return yield* usage(`--fuzz takes a number of requests, 0 or more, not ${input.fuzz}`)
     const seed = Option.getOrElse(input.seed, randomSeed)
-    if (input.fuzz > 0) yield* Console.error(`fuzz: seed ${seed} (replay this run's generated requests with --seed ${seed})`)
+    if (input.fuzz > 0) {
+      yield* Console.error(`fuzz: seed ${seed} (replay this run's generated requests with --seed ${seed})`)
+    }
     const result = yield* suite({
       baseUrl: input.baseUrl,
       keys: planKeys,
@@ -255,7 +276,8 @@ const conformance = Command.make(
   Command.withExamples([
     {
       command: "petstore-conformance --base-url https://staging.example.com/v1 --keys-file keys.txt",
-      description: "Every check, with the keys of keys.txt (lines such as free=psk_…; two per plan make the quickest run)"
+      description:
+        "Every check, with the keys of keys.txt (lines such as free=psk_…; two per plan make the quickest run)"
     },
     {
       command: "CONFORMANCE_KEY_BUSINESS=\"$KEY\" petstore-conformance --base-url http://localhost:8080/v1 --only spec",
@@ -283,10 +305,13 @@ const presenter: CliOutput.Presenter = {
 
 Command.run(conformance, { version: "1.0.0" }).pipe(
   // Argument errors are bad usage: exit 2, not the runner's 1.
-  Effect.catchIf(CliError.isCliError, (error): Effect.Effect<never, CliError.CliError | Exit> =>
-    error._tag === "ShowHelp" && error.errors.length === 0
-      ? Effect.fail(error)
-      : Effect.fail(new Exit({ exitCode: 2, message: error.message }))),
+  Effect.catchIf(
+    CliError.isCliError,
+    (error): Effect.Effect<never, CliError.CliError | Exit> =>
+      error._tag === "ShowHelp" && error.errors.length === 0
+        ? Effect.fail(error)
+        : Effect.fail(new Exit({ exitCode: 2, message: error.message }))
+  ),
   Effect.provide(CliOutput.layerPresenter(presenter)),
   Effect.provide(NodeServices.layer),
   NodeRuntime.runMain

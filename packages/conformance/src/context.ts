@@ -21,7 +21,8 @@ export interface RunContext {
 export const GENERAL_PHASE = "general"
 
 /** How to give a key of the plan, in the command line's terms (none of which puts a key on the command line). */
-export const keyHint = (plan: Plan) => `add ${plan}=KEY to the --keys-file, or set CONFORMANCE_KEY_${plan.toUpperCase()}`
+export const keyHint = (plan: Plan) =>
+  `add ${plan}=KEY to the --keys-file, or set CONFORMANCE_KEY_${plan.toUpperCase()}`
 
 /** How to give the staff key, in the same terms. */
 export const STAFF_KEY_HINT = "add staff=KEY to the --keys-file, or set CONFORMANCE_KEY_STAFF " +

@@ -45,9 +45,15 @@ export const eventsPhase = (run: RunContext, documentPaths: ReadonlyArray<string
       : key === undefined
       ? skipped(`no API key given: ${keyHint("business")} (any plan will do)`)
       : undefined
-    const keyed: Effect.Effect<Credential, CheckSkipped> = unavailable !== undefined ? Effect.fail(unavailable) : Effect.succeed(withKey(key!))
+    const keyed: Effect.Effect<Credential, CheckSkipped> = unavailable !== undefined
+      ? Effect.fail(unavailable)
+      : Effect.succeed(withKey(key!))
     const send = (method: string, path: string, json?: unknown) =>
-      Effect.flatMap(keyed, (credential) => Http.use((http) => http.send({ method, path, credential, ...(json === undefined ? {} : { json }) })))
+      Effect.flatMap(
+        keyed,
+        (credential) =>
+          Http.use((http) => http.send({ method, path, credential, ...(json === undefined ? {} : { json }) }))
+      )
 
     /**
      * Every event's JSON text, following `rel="next"` from the first page, until one satisfies `found` or
@@ -73,7 +79,10 @@ export const eventsPhase = (run: RunContext, documentPaths: ReadonlyArray<string
             return yield* new CheckFailed({
               request: `GET ${run.baseUrl}/events and its next pages`,
               expected: `within ${CATCH_UP_MILLIS / 1000} s, ${what}`,
-              received: `no such event in ${pages} page${pages === 1 ? "" : "s"}${pages === MAX_PAGES ? " (the most it reads)" : ""}; ` +
+              received:
+                `no such event in ${pages} page${pages === 1 ? "" : "s"}${
+                  pages === MAX_PAGES ? " (the most it reads)" : ""
+                }; ` +
                 `the last page: ${describeResponse(last!)}`
             })
           }
@@ -100,35 +109,58 @@ export const eventsPhase = (run: RunContext, documentPaths: ReadonlyArray<string
       // With the general key, once the checks that count its requests are done.
       after: [GENERAL_PHASE, STORE_PHASE],
       checks: [
-        check("events.list", "GET /events: 200 with a list of events", Effect.gen(function*() {
-          const exchange = yield* send("GET", "/events")
-          yield* expectStatus(exchange, 200)
-          yield* ensure(eventsOf(exchange.json) !== undefined, exchange, "a JSON array of events, or an object holding one")
-        })),
-        check("events.auth", "GET /events: 401 without an Authorization header", Effect.gen(function*() {
-          yield* keyed
-          yield* expectError(yield* Http.use((http) => http.send({ path: "/events", credential: anonymous })), 401)
-        })),
-        check("events.pet-created", "GET /events: a created pet's event, with the pet as created, catches up", Effect.gen(function*() {
-          const pet = yield* newPet
-          yield* awaitEvent(`an event holding the pet ${JSON.stringify(pet)}`, (event) =>
-            event.includes(JSON.stringify(pet.name)) && new RegExp(`"id":${pet.id}(?!\\d)`).test(event))
-        })),
-        check("events.order-placed-cancelled", "GET /events: an order placed and then cancelled gives an event of each", Effect.gen(function*() {
-          const pet = yield* newPet
-          const placed = yield* send("POST", "/store/orders", { petId: pet.id })
-          if (placed.status === 404 || placed.status === 405) {
-            return yield* skipped(`placeOrder answered ${placed.status}: the deployment has no store area`)
-          }
-          yield* expectStatus(placed, 201)
-          const order = placed.json as { readonly id?: unknown }
-          yield* ensure(typeof order.id === "number", placed, "an Order with an id")
-          yield* expectStatus(yield* send("POST", `/store/orders/${order.id}/cancel`), 200)
-          const ofOrder = (status: string) => (event: string) =>
-            new RegExp(`"id":${order.id}(?!\\d)`).test(event) && event.includes(`"petId":${pet.id}`) && event.includes(`"status":"${status}"`)
-          yield* awaitEvent(`an event of order ${order.id} placed`, ofOrder("placed"))
-          yield* awaitEvent(`an event of order ${order.id} cancelled`, ofOrder("cancelled"))
-        }))
+        check(
+          "events.list",
+          "GET /events: 200 with a list of events",
+          Effect.gen(function*() {
+            const exchange = yield* send("GET", "/events")
+            yield* expectStatus(exchange, 200)
+            yield* ensure(
+              eventsOf(exchange.json) !== undefined,
+              exchange,
+              "a JSON array of events, or an object holding one"
+            )
+          })
+        ),
+        check(
+          "events.auth",
+          "GET /events: 401 without an Authorization header",
+          Effect.gen(function*() {
+            yield* keyed
+            yield* expectError(yield* Http.use((http) => http.send({ path: "/events", credential: anonymous })), 401)
+          })
+        ),
+        check(
+          "events.pet-created",
+          "GET /events: a created pet's event, with the pet as created, catches up",
+          Effect.gen(function*() {
+            const pet = yield* newPet
+            yield* awaitEvent(
+              `an event holding the pet ${JSON.stringify(pet)}`,
+              (event) => event.includes(JSON.stringify(pet.name)) && new RegExp(`"id":${pet.id}(?!\\d)`).test(event)
+            )
+          })
+        ),
+        check(
+          "events.order-placed-cancelled",
+          "GET /events: an order placed and then cancelled gives an event of each",
+          Effect.gen(function*() {
+            const pet = yield* newPet
+            const placed = yield* send("POST", "/store/orders", { petId: pet.id })
+            if (placed.status === 404 || placed.status === 405) {
+              return yield* skipped(`placeOrder answered ${placed.status}: the deployment has no store area`)
+            }
+            yield* expectStatus(placed, 201)
+            const order = placed.json as { readonly id?: unknown }
+            yield* ensure(typeof order.id === "number", placed, "an Order with an id")
+            yield* expectStatus(yield* send("POST", `/store/orders/${order.id}/cancel`), 200)
+            const ofOrder = (status: string) => (event: string) =>
+              new RegExp(`"id":${order.id}(?!\\d)`).test(event) && event.includes(`"petId":${pet.id}`) &&
+              event.includes(`"status":"${status}"`)
+            yield* awaitEvent(`an event of order ${order.id} placed`, ofOrder("placed"))
+            yield* awaitEvent(`an event of order ${order.id} cancelled`, ofOrder("cancelled"))
+          })
+        )
       ]
     } satisfies Phase
   })

@@ -41,7 +41,11 @@ export const decodeBody = <S extends Schema.ConstraintDecoder<unknown>>(
   return Result.isSuccess(result)
     ? Effect.succeed(result.success)
     : Effect.fail(
-      failure(exchange, what, `${formatIssue(result.failure.issue).replace(/\s+/g, " ")}; ${describeResponse(exchange)}`)
+      failure(
+        exchange,
+        what,
+        `${formatIssue(result.failure.issue).replace(/\s+/g, " ")}; ${describeResponse(exchange)}`
+      )
     )
 }
 

@@ -108,10 +108,13 @@ type Mutation = (typeof MUTATIONS)[number]["mutation"]
 const pick = <A>(items: ReadonlyArray<A>, index: number) => items[index % items.length]!
 
 /** Every (mutation, field) pair for a body with these fields. */
-const mutationPlan = (body: Record<string, unknown>): ReadonlyArray<{ readonly mutation: Mutation; readonly field: string }> =>
+const mutationPlan = (
+  body: Record<string, unknown>
+): ReadonlyArray<{ readonly mutation: Mutation; readonly field: string }> =>
   MUTATIONS.flatMap(({ mutation, fits }): ReadonlyArray<{ readonly mutation: Mutation; readonly field: string }> => {
     const fields = Object.keys(body).filter((field) =>
-      fits === "any-field" || (fits === "number" && typeof body[field] === "number") || (fits === "string" && typeof body[field] === "string")
+      fits === "any-field" || (fits === "number" && typeof body[field] === "number") ||
+      (fits === "string" && typeof body[field] === "string")
     )
     return fits === "body" ? [{ mutation, field: "" }] : fields.map((field) => ({ mutation, field }))
   })
@@ -137,8 +140,28 @@ type Planned =
  * Of every 20 requests: 5 valid pets, 7 spoiled ones, 3 lists (half of them out of the
  * contract's bounds), 2 gets of created pets and 3 of generated ids (half not ids at all).
  */
-const LAYOUT = ["create", "spoiled", "list", "spoiled", "get-created", "create", "spoiled", "get-any", "create", "spoiled",
-  "list", "get-any", "create", "spoiled", "get-created", "spoiled", "list", "create", "spoiled", "get-any"] as const
+const LAYOUT = [
+  "create",
+  "spoiled",
+  "list",
+  "spoiled",
+  "get-created",
+  "create",
+  "spoiled",
+  "get-any",
+  "create",
+  "spoiled",
+  "list",
+  "get-any",
+  "create",
+  "spoiled",
+  "get-created",
+  "spoiled",
+  "list",
+  "create",
+  "spoiled",
+  "get-any"
+] as const
 
 /** Everything the phase will send, drawn from the seed before the first request. */
 const generate = (settings: FuzzSettings, petName: () => string) =>
@@ -150,7 +173,9 @@ const generate = (settings: FuzzSettings, petName: () => string) =>
     const index = Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1_000_000 })))
 
     // The decoded side allows what the wire refuses (a NUL in a name): keep the pets the contract can send.
-    const sendable = Arbitrary.schema(NewPet).pipe(Arbitrary.filter((pet) => Result.isSuccess(Schema.encodeResult(NewPet)(pet))))
+    const sendable = Arbitrary.schema(NewPet).pipe(
+      Arbitrary.filter((pet) => Result.isSuccess(Schema.encodeResult(NewPet)(pet)))
+    )
     const pets = (yield* sample(sendable)).map((pet) => {
       const body: Record<string, unknown> = { ...Schema.encodeSync(NewPet)(pet) }
       body.name = fitName(`${petName()} ${body.name as string}`)
@@ -159,11 +184,19 @@ const generate = (settings: FuzzSettings, petName: () => string) =>
     const choices = yield* sample(index)
     const anyJson = yield* sample(Arbitrary.schema(AnyJson))
     const nonPositive = yield* sample(Arbitrary.schema(Schema.Int.check(Schema.isLessThanOrEqualTo(0))))
-    const beyondSafe = yield* sample(Arbitrary.schema(Schema.Finite.check(Schema.isGreaterThan(Number.MAX_SAFE_INTEGER))))
+    const beyondSafe = yield* sample(
+      Arbitrary.schema(Schema.Finite.check(Schema.isGreaterThan(Number.MAX_SAFE_INTEGER)))
+    )
     const fractions = (yield* sample(Arbitrary.schema(Schema.Finite))).map((n) => Number.isInteger(n) ? n + 0.5 : n)
     // A lone surrogate cannot be put in a URL: such strings are left out.
-    const strings = [...(yield* sample(Arbitrary.schema(Schema.String))).filter((text) => !/\p{Cs}/u.test(text)), "not-a-value"]
-    const longStrings = yield* sample(Arbitrary.schema(Schema.String.check(Schema.isMinLength(101), Schema.isMaxLength(200))), 8)
+    const strings = [
+      ...(yield* sample(Arbitrary.schema(Schema.String))).filter((text) => !/\p{Cs}/u.test(text)),
+      "not-a-value"
+    ]
+    const longStrings = yield* sample(
+      Arbitrary.schema(Schema.String.check(Schema.isMinLength(101), Schema.isMaxLength(200))),
+      8
+    )
     const queries = (yield* sample(Arbitrary.schema(ListQuery))).map((query) => Schema.encodeSync(ListQuery)(query))
     const petIds = yield* sample(Arbitrary.schema(PetId))
     const isDecimalId = Schema.is(Schema.toEncoded(DecimalId))
@@ -214,7 +247,10 @@ const generate = (settings: FuzzSettings, petName: () => string) =>
         case "create": {
           // A valid pet, with `status` left out now and then: optional fields are those the contract accepts without.
           const { status: _status, ...withoutStatus } = pets[i]!
-          planned.push({ _tag: "create", body: choice % 4 === 0 && contractAccepts(withoutStatus) ? withoutStatus : pets[i]! })
+          planned.push({
+            _tag: "create",
+            body: choice % 4 === 0 && contractAccepts(withoutStatus) ? withoutStatus : pets[i]!
+          })
           break
         }
         case "spoiled": {
@@ -227,7 +263,9 @@ const generate = (settings: FuzzSettings, petName: () => string) =>
           if (choice % 2 === 0) {
             // Out of the contract's bounds: a limit outside 1–100 or any text, a status outside the enumeration.
             if (choice % 4 === 0) query.status = pick(strings, i)
-            else query.limit = choice % 3 === 0 ? pick(strings, i) : String(choice % 8 === 2 ? nonPositive[i] : 101 + choice % 1000)
+            else {query.limit = choice % 3 === 0
+                ? pick(strings, i)
+                : String(choice % 8 === 2 ? nonPositive[i] : 101 + choice % 1000)}
           }
           planned.push({ _tag: "list", query })
           break
@@ -254,7 +292,9 @@ const judgeInvalid = (exchange: Exchange) => {
 const judgeValid = (exchange: Exchange, schema: Schema.ConstraintDecoder<unknown>, status: number) => {
   if (exchange.status !== status) return `status ${exchange.status}: ${describeResponse(exchange)}`
   const problem = decodeProblem(schema, exchange)
-  return problem === undefined ? undefined : `a body that is not the spec's Pet (${problem}): ${describeResponse(exchange)}`
+  return problem === undefined
+    ? undefined
+    : `a body that is not the spec's Pet (${problem}): ${describeResponse(exchange)}`
 }
 
 /**
@@ -269,14 +309,19 @@ const differsFromSent = (sent: Record<string, unknown>, exchange: Exchange) => {
   // Names compare in NFC: the server stores a name normalised (README "What a name may hold").
   const asStored = (value: unknown) => typeof value === "string" ? value.normalize("NFC") : value
   const changed = compared.filter((field) => field in sent && pet[field] !== asStored(sent[field]))
-  return changed.length === 0 ? undefined : `${changed.join(" and ")} not as sent (${JSON.stringify(sent)}): ${describeResponse(exchange)}`
+  return changed.length === 0
+    ? undefined
+    : `${changed.join(" and ")} not as sent (${JSON.stringify(sent)}): ${describeResponse(exchange)}`
 }
 
 const EXPECTED: Record<Expectation, string> = {
-  valid: "every valid request accepted (201 for createPet, 200 for listPets and getPet, or 404 for an id nobody created), " +
+  valid:
+    "every valid request accepted (201 for createPet, 200 for listPets and getPet, or 404 for an id nobody created), " +
     "its body decoded by the contract, a created pet as it was sent and then fetched as it was created",
-  "invalid-spec": "400 with an Error body for a NewPet the spec refuses (a field missing or of the wrong type, a status outside the enumeration)",
-  "invalid-contract": "400 with an Error body for a request the contract refuses (values out of its bounds, unknown fields, " +
+  "invalid-spec":
+    "400 with an Error body for a NewPet the spec refuses (a field missing or of the wrong type, a status outside the enumeration)",
+  "invalid-contract":
+    "400 with an Error body for a request the contract refuses (values out of its bounds, unknown fields, " +
     "a limit outside 1–100, a status filter outside the enumeration, a petId that is not a positive decimal integer)",
   "method-spec": "no 2xx for a method that the path of a spec operation does not have",
   "method-contract": "no 2xx for a method that a path of the API does not have"
@@ -299,7 +344,11 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
     /** The pets this phase created, by id, as the service answered them. */
     const created = new Map<number, SpecPet>()
     const methodProbes = [...paths].flatMap(([path, entry]) =>
-      PROBED_METHODS.filter((method) => !entry.methods.has(method)).map((method) => ({ path, method, spec: entry.spec }))
+      PROBED_METHODS.filter((method) => !entry.methods.has(method)).map((method) => ({
+        path,
+        method,
+        spec: entry.spec
+      }))
     )
     const total = planned.length + methodProbes.length
     let sent = 0
@@ -324,7 +373,9 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
         sent++
         const remaining = Number(exchange.headers.get("x-ratelimit-remaining"))
         const reset = Number(exchange.headers.get("x-ratelimit-reset"))
-        window = Number.isInteger(remaining) && Number.isInteger(reset) ? { remaining, resetAt: reset * 1000 } : undefined
+        window = Number.isInteger(remaining) && Number.isInteger(reset)
+          ? { remaining, resetAt: reset * 1000 }
+          : undefined
         if (sent % 10 === 0) run.progress(`fuzz: ${sent} of ${total} requests (seed ${settings.seed})`)
         return exchange
       })
@@ -363,7 +414,9 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
           const limit = request.query.limit === undefined ? 20 : Number(request.query.limit)
           const problem = judgeValid(exchange, SpecPets, 200) ??
             ((exchange.json as ReadonlyArray<unknown>).length > limit
-              ? `${(exchange.json as ReadonlyArray<unknown>).length} pets for limit ${limit}: ${describeResponse(exchange)}`
+              ? `${(exchange.json as ReadonlyArray<unknown>).length} pets for limit ${limit}: ${
+                describeResponse(exchange)
+              }`
               : undefined)
           record("valid", exchange, problem)
           break
@@ -377,7 +430,11 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
             record("invalid-contract", exchange, judgeInvalid(exchange))
           } else if (!request.known && exchange.status === 404) {
             const shape = errorShapeProblem(exchange)
-            record("valid", exchange, shape === undefined ? undefined : `404 without an Error body (${shape}): ${describeResponse(exchange)}`)
+            record(
+              "valid",
+              exchange,
+              shape === undefined ? undefined : `404 without an Error body (${shape}): ${describeResponse(exchange)}`
+            )
           } else {
             const earlier = created.get(Number(id))
             const problem = judgeValid(exchange, SpecPet, 200) ??
@@ -398,7 +455,9 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
       record(
         probe.spec ? "method-spec" : "method-contract",
         exchange,
-        succeeded ? `${probe.method} ${probe.path} is not an operation of the API, yet: ${describeResponse(exchange)}` : undefined
+        succeeded
+          ? `${probe.method} ${probe.path} is not an operation of the API, yet: ${describeResponse(exchange)}`
+          : undefined
       )
     }
 
@@ -409,7 +468,9 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
   const failWith = (expected: string, failing: ReadonlyArray<Probe>, judged: number) => {
     const curl = (probe: Probe) => toCurl(probe.exchange)
     const [first, ...others] = failing
-    const listed = others.slice(0, LISTED_FAILURES - 1).map((probe) => `\n          ${curl(probe)}\n            → ${probe.problem}`)
+    const listed = others.slice(0, LISTED_FAILURES - 1).map((probe) =>
+      `\n          ${curl(probe)}\n            → ${probe.problem}`
+    )
     return new CheckFailed({
       request: curl(first!),
       expected: `${expected} (seed ${settings.seed}; replay with --seed ${settings.seed}` +
@@ -421,7 +482,11 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
 
   return Effect.gen(function*() {
     const cached = yield* Effect.cached(campaign)
-    const judge = (select: (probe: Probe) => boolean, problemOf: (probe: Probe) => string | undefined, expected: string) =>
+    const judge = (
+      select: (probe: Probe) => boolean,
+      problemOf: (probe: Probe) => string | undefined,
+      expected: string
+    ) =>
       Effect.gen(function*() {
         if (key === undefined) return yield* skipped("no key given")
         if (settings.requests <= 0) return yield* skipped("--fuzz 0")
@@ -438,8 +503,20 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
       judge((probe) => probe.expectation === expectation, (probe) => probe.problem, EXPECTED[expectation])
 
     const checks: ReadonlyArray<Check> = [
-      { id: "fuzz.valid", area: "fuzz", tag: "spec", title: "generated valid requests are accepted and their answers decode as the spec's Pet", run: byExpectation("valid") },
-      { id: "fuzz.invalid", area: "fuzz", tag: "spec", title: "generated NewPets the spec refuses are 400 with an Error body", run: byExpectation("invalid-spec") },
+      {
+        id: "fuzz.valid",
+        area: "fuzz",
+        tag: "spec",
+        title: "generated valid requests are accepted and their answers decode as the spec's Pet",
+        run: byExpectation("valid")
+      },
+      {
+        id: "fuzz.invalid",
+        area: "fuzz",
+        tag: "spec",
+        title: "generated NewPets the spec refuses are 400 with an Error body",
+        run: byExpectation("invalid-spec")
+      },
       {
         id: "fuzz.invalid-contract",
         area: "fuzz",
@@ -448,7 +525,13 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
         run: byExpectation("invalid-contract")
       },
       // An extension: §4.4 leaves the other operations on the spec's paths open (Swagger Petstore updates with PUT and POST).
-      { id: "fuzz.methods", area: "fuzz", tag: "extension", title: "methods the spec's paths do not have never succeed", run: byExpectation("method-spec") },
+      {
+        id: "fuzz.methods",
+        area: "fuzz",
+        tag: "extension",
+        title: "methods the spec's paths do not have never succeed",
+        run: byExpectation("method-spec")
+      },
       {
         id: "fuzz.methods-contract",
         area: "fuzz",

@@ -18,7 +18,9 @@ const row = (result: CheckResult) => {
     : result.status === "skip"
     ? `<p>${html(result.reason ?? "")}</p>`
     : ""
-  return `<tr class="${result.status}" data-id="${html(result.id)}"><td class="status">${STATUS_LABEL[result.status]}</td>` +
+  return `<tr class="${result.status}" data-id="${html(result.id)}"><td class="status">${
+    STATUS_LABEL[result.status]
+  }</td>` +
     `<td>${html(result.tag)}</td><td><code>${html(result.id)}</code></td><td>${html(result.title)}${detail}</td></tr>`
 }
 
@@ -44,7 +46,9 @@ p { margin: .3rem 0 0; color: #555; }
  */
 export const toHtml = (suite: SuiteResult) => {
   const { failed } = suite.summary
-  const ordered = [...suite.results].sort((a, b) => ["fail", "skip", "pass"].indexOf(a.status) - ["fail", "skip", "pass"].indexOf(b.status))
+  const ordered = [...suite.results].sort((a, b) =>
+    ["fail", "skip", "pass"].indexOf(a.status) - ["fail", "skip", "pass"].indexOf(b.status)
+  )
   const facts: Array<readonly [string, string]> = [
     ["Base URL", suite.baseUrl],
     ["Started", suite.startedAt],
@@ -52,7 +56,12 @@ export const toHtml = (suite: SuiteResult) => {
     ["Run id", suite.runId],
     ["Summary", formatSummary(suite.summary)],
     ...(suite.fuzz === undefined ? [] : [
-      ["Fuzz", `${suite.fuzz.sent} requests in ${(suite.fuzz.durationMs / 1000).toFixed(1)} s, seed ${suite.fuzz.seed} (replay with --seed ${suite.fuzz.seed})`] as const
+      [
+        "Fuzz",
+        `${suite.fuzz.sent} requests in ${
+          (suite.fuzz.durationMs / 1000).toFixed(1)
+        } s, seed ${suite.fuzz.seed} (replay with --seed ${suite.fuzz.seed})`
+      ] as const
     ]),
     ...(suite.openapi === undefined ? [] : [
       [
@@ -71,9 +80,15 @@ export const toHtml = (suite: SuiteResult) => {
 </head>
 <body>
 <h1>Animal Adoption Store Service: conformance report</h1>
-<div id="verdict" class="verdict ${failed > 0 ? "fail" : "pass"}">${failed > 0 ? `Does not conform: ${failed} failed` : "Conforms: nothing failed"}</div>
+<div id="verdict" class="verdict ${failed > 0 ? "fail" : "pass"}">${
+    failed > 0 ? `Does not conform: ${failed} failed` : "Conforms: nothing failed"
+  }</div>
 <dl id="summary">
-${facts.map(([name, value]) => `<dt>${html(name)}</dt><dd data-fact="${html(name.toLowerCase())}">${html(value)}</dd>`).join("\n")}
+${
+    facts.map(([name, value]) =>
+      `<dt>${html(name)}</dt><dd data-fact="${html(name.toLowerCase())}">${html(value)}</dd>`
+    ).join("\n")
+  }
 </dl>
 <table id="checks">
 <thead><tr><th>Result</th><th>Tag</th><th>Check</th><th>What it checks</th></tr></thead>

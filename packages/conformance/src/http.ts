@@ -10,7 +10,10 @@ export interface Exchange {
   /** How the request authenticated, without the secret. */
   readonly credential: string
   /** The Authorization header as a reproduction may show it: a key by its scheme only, the suite's own made-up values whole. */
-  readonly authorization: { readonly _tag: "Key"; readonly scheme: string } | { readonly _tag: "None" } | { readonly _tag: "Raw"; readonly value: string }
+  readonly authorization: { readonly _tag: "Key"; readonly scheme: string } | { readonly _tag: "None" } | {
+    readonly _tag: "Raw"
+    readonly value: string
+  }
   /** The other request headers, as sent (names in lower case). */
   readonly requestHeaders: Readonly<Record<string, string>>
   readonly requestBody: string | undefined
@@ -167,7 +170,9 @@ const fetchOnce = async (settings: HttpSettings, options: SendOptions, signal: A
       : options.credential._tag === "Raw"
       ? { _tag: "Raw", value: options.credential.authorization }
       : { _tag: "None" },
-    requestHeaders: Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== "authorization")),
+    requestHeaders: Object.fromEntries(
+      Object.entries(headers).filter(([name]) => name.toLowerCase() !== "authorization")
+    ),
     requestBody: body,
     status: response.status,
     statusText: response.statusText,
@@ -198,7 +203,9 @@ export const makeHttp = (settings: HttpSettings) =>
               `longer than the ${settings.maxWaitSeconds} s this run waits; give a fresh key`
           })
         }
-        if (millis >= 2000) settings.progress(`${credential}: waiting ${Math.ceil(millis / 1000)} s as Retry-After asks`)
+        if (millis >= 2000) {
+          settings.progress(`${credential}: waiting ${Math.ceil(millis / 1000)} s as Retry-After asks`)
+        }
         yield* Effect.sleep(millis)
       })
 
@@ -251,6 +258,9 @@ export const makeHttp = (settings: HttpSettings) =>
 export const probe = (settings: Pick<HttpSettings, "baseUrl" | "requestTimeoutSeconds">, credential: Credential) =>
   Effect.tryPromise({
     try: (signal) =>
-      fetchOnce({ ...settings, maxWaitSeconds: 0, observe: () => {}, progress: () => {} }, { path: "/pets?limit=1", credential }, signal),
+      fetchOnce({ ...settings, maxWaitSeconds: 0, observe: () => {}, progress: () => {} }, {
+        path: "/pets?limit=1",
+        credential
+      }, signal),
     catch: (error) => (error instanceof Error ? error.message : String(error))
   })

@@ -1,3 +1,4 @@
+export { toHtml } from "./htmlReport.ts"
 export {
   type ApiKey,
   type CheckResult,
@@ -10,7 +11,6 @@ export {
   type Tag,
   Unreachable
 } from "./model.ts"
-export { toHtml } from "./htmlReport.ts"
 export { formatResult, formatSummary, toJson, toJUnit } from "./report.ts"
 export { InvalidKeys, InvalidOptions, type RefusedKey, runSuite, suite, type SuiteOptions } from "./suite.ts"
 export type { WebhookOptions } from "./webhooks.ts"

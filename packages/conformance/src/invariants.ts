@@ -25,7 +25,9 @@ export const rateLimitHeadersPresent: Invariant = {
     )
     return wrong.length === 0 ? undefined : {
       expected: "X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset as non-negative integers (spec §8)",
-      received: `${wrong.join(", ")} ${wrong.length === 1 ? "is" : "are"} missing or not an integer: ${describeResponse(exchange)}`
+      received: `${wrong.join(", ")} ${wrong.length === 1 ? "is" : "are"} missing or not an integer: ${
+        describeResponse(exchange)
+      }`
     }
   }
 }
@@ -37,9 +39,13 @@ const isSpecError = Schema.is(SpecError)
 /** Why a response is not the spec's Error with `status` equal to the HTTP status, or `undefined` when it is. */
 export const errorShapeProblem = (exchange: Exchange): string | undefined => {
   if (!isSpecError(exchange.json)) {
-    return exchange.json === undefined ? "the body is not JSON" : "the body is not {code: string, message: string, status: integer}"
+    return exchange.json === undefined
+      ? "the body is not JSON"
+      : "the body is not {code: string, message: string, status: integer}"
   }
-  if (exchange.json.status !== exchange.status) return `its status field is ${exchange.json.status}, not ${exchange.status}`
+  if (exchange.json.status !== exchange.status) {
+    return `its status field is ${exchange.json.status}, not ${exchange.status}`
+  }
   return undefined
 }
 
@@ -66,12 +72,14 @@ export const errorCodes: Record<number, ReadonlyArray<string>> = Object.entries(
 /** A request to one of the spec's operations: `GET /pets`, `POST /pets` or `GET /pets/{petId}`. */
 const isSpecOperation = (exchange: Exchange) => {
   const path = new URL(exchange.url).pathname
-  return /\/pets\/?$/.test(path) ? exchange.method === "GET" || exchange.method === "POST" :
+  return /\/pets\/?$/.test(path) ?
+    exchange.method === "GET" || exchange.method === "POST" :
     /\/pets\/[^/]+\/?$/.test(path) && exchange.method === "GET"
 }
 
 /** The media type of a Content-Type, without its parameters. */
-const mediaType = (exchange: Exchange) => (exchange.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase()
+const mediaType = (exchange: Exchange) =>
+  (exchange.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase()
 
 export const jsonBodies: Invariant = {
   id: "media.json",
@@ -95,9 +103,13 @@ export const exactErrorBodies: Invariant = {
   id: "errors.exact",
   appliesTo: isErrorResponse,
   violation: (exchange) => {
-    const allowedKeys = exchange.status === 400 ? ["code", "message", "status", "details"] : ["code", "message", "status"]
+    const allowedKeys = exchange.status === 400
+      ? ["code", "message", "status", "details"]
+      : ["code", "message", "status"]
     const json = exchange.json
-    const extra = typeof json === "object" && json !== null ? Object.keys(json).filter((key) => !allowedKeys.includes(key)) : []
+    const extra = typeof json === "object" && json !== null
+      ? Object.keys(json).filter((key) => !allowedKeys.includes(key))
+      : []
     const codes = errorCodes[exchange.status]
     const problem = !(exchange.headers.get("content-type") ?? "").toLowerCase().startsWith("application/json")
       ? `Content-Type is ${exchange.headers.get("content-type") ?? "missing"}`
@@ -130,7 +142,13 @@ export const noStoreHeaders: Invariant = {
       }
 }
 
-export const INVARIANTS: ReadonlyArray<Invariant> = [rateLimitHeadersPresent, errorBodies, jsonBodies, exactErrorBodies, noStoreHeaders]
+export const INVARIANTS: ReadonlyArray<Invariant> = [
+  rateLimitHeadersPresent,
+  errorBodies,
+  jsonBodies,
+  exactErrorBodies,
+  noStoreHeaders
+]
 
 interface Tally {
   checked: number
@@ -140,7 +158,9 @@ interface Tally {
 
 /** Collects, for each invariant, how many responses it applied to and the first that broke it. */
 export const makeObservations = () => {
-  const tallies = new Map(INVARIANTS.map((invariant) => [invariant.id, { checked: 0, broken: 0, first: undefined } as Tally]))
+  const tallies = new Map(
+    INVARIANTS.map((invariant) => [invariant.id, { checked: 0, broken: 0, first: undefined } as Tally])
+  )
   return {
     observe: (exchange: Exchange) => {
       for (const invariant of INVARIANTS) {

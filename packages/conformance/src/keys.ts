@@ -13,21 +13,29 @@ const isKeyKind = (value: string): value is KeyKind => KEY_KINDS.includes(value)
  * `free=psk_…` as a plan and a key; or, when it is not one, what is wrong with
  * it in words that never repeat the key (the text may be a key pasted alone).
  */
-export const parseAssignment = (text: string): { readonly plan: KeyKind; readonly key: string } | { readonly problem: string } => {
+export const parseAssignment = (
+  text: string
+): { readonly plan: KeyKind; readonly key: string } | { readonly problem: string } => {
   const separator = text.indexOf("=")
   if (separator < 0) return { problem: "is not PLAN=KEY" }
   const plan = text.slice(0, separator).trim().toLowerCase()
   const key = text.slice(separator + 1).trim()
   if (!isKeyKind(plan)) {
     // A plan name is a short word; anything else before the = may be part of a secret.
-    return { problem: /^[a-z_-]{1,20}$/.test(plan) ? `names the plan "${plan}", which does not exist` : "does not start with a plan" }
+    return {
+      problem: /^[a-z_-]{1,20}$/.test(plan)
+        ? `names the plan "${plan}", which does not exist`
+        : "does not start with a plan"
+    }
   }
   if (key === "") return { problem: `has no key after "${plan}="` }
   return { plan, key }
 }
 
 /** A keys file: one `PLAN=KEY` a line; blank lines and lines starting with `#` are ignored. */
-export const parseKeysFile = (contents: string): { readonly keys: KeysByPlan } | { readonly line: number; readonly problem: string } => {
+export const parseKeysFile = (
+  contents: string
+): { readonly keys: KeysByPlan } | { readonly line: number; readonly problem: string } => {
   const keys: KeysByPlan = {}
   for (const [index, raw] of contents.split(/\r?\n/).entries()) {
     const line = raw.trim()

@@ -12,17 +12,24 @@ import type { Failure } from "./model.ts"
  */
 export interface DocumentValidator {
   /** Why the exchange contradicts the document, `undefined` when it agrees, `unjudged` when the document says nothing about it. */
-  readonly violation: (exchange: Exchange) => { readonly expected: string; readonly received: string } | undefined | "unjudged"
+  readonly violation: (
+    exchange: Exchange
+  ) => { readonly expected: string; readonly received: string } | undefined | "unjudged"
 }
 
 type Json = Record<string, any>
 
 const DOCUMENT_ID = "https://conformance.invalid/openapi.json"
 
-const pointer = (segments: ReadonlyArray<string>) => `#/${segments.map((s) => s.replace(/~/g, "~0").replace(/\//g, "~1")).join("/")}`
+const pointer = (segments: ReadonlyArray<string>) =>
+  `#/${segments.map((s) => s.replace(/~/g, "~0").replace(/\//g, "~1")).join("/")}`
 
 /** Follows a local `$ref` (`#/components/responses/…`) to the object it names, with the segments of where it is. */
-const resolve = (document: Json, value: Json, at: ReadonlyArray<string>): { value: Json; at: ReadonlyArray<string> } => {
+const resolve = (
+  document: Json,
+  value: Json,
+  at: ReadonlyArray<string>
+): { value: Json; at: ReadonlyArray<string> } => {
   const ref = value?.$ref
   if (typeof ref !== "string" || !ref.startsWith("#/")) return { value, at }
   const segments = ref.slice(2).split("/").map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"))
@@ -48,7 +55,9 @@ const firstError = (errors: ValidateFunction["errors"], what: string) => {
 }
 
 const templateMatcher = (template: string) =>
-  new RegExp(`^${template.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("[^/]+")}/?$`)
+  new RegExp(
+    `^${template.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("[^/]+")}/?$`
+  )
 
 /** `undefined` when `document` is not an OpenAPI 3.1 document with paths. */
 export const makeDocumentValidator = (document: unknown, baseUrl: string): DocumentValidator | undefined => {
@@ -83,10 +92,18 @@ export const makeDocumentValidator = (document: unknown, baseUrl: string): Docum
     const where = `${exchange.method} ${match.template} ${exchange.status}`
     const status = String(exchange.status)
     const responses = operation.responses ?? {}
-    const key = status in responses ? status : `${status[0]}XX` in responses ? `${status[0]}XX` : "default" in responses ? "default" : undefined
+    const key = status in responses
+      ? status
+      : `${status[0]}XX` in responses
+      ? `${status[0]}XX`
+      : "default" in responses
+      ? "default"
+      : undefined
     if (key === undefined) {
       return {
-        expected: `a status the document declares for ${exchange.method} ${match.template}: ${Object.keys(responses).join(", ")}`,
+        expected: `a status the document declares for ${exchange.method} ${match.template}: ${
+          Object.keys(responses).join(", ")
+        }`,
         received: describeResponse(exchange)
       }
     }
@@ -96,7 +113,12 @@ export const makeDocumentValidator = (document: unknown, baseUrl: string): Docum
       const header = resolve(doc, declared, [...response.at, "headers", name])
       const value = exchange.headers.get(name)
       if (value === null) {
-        if (header.value.required === true) return { expected: `${where}: the header ${name}, which the document declares required`, received: describeResponse(exchange, [name]) }
+        if (header.value.required === true) {
+          return {
+            expected: `${where}: the header ${name}, which the document declares required`,
+            received: describeResponse(exchange, [name])
+          }
+        }
         continue
       }
       if (header.value.schema === undefined) continue
@@ -112,7 +134,9 @@ export const makeDocumentValidator = (document: unknown, baseUrl: string): Docum
     const content: Json | undefined = response.value.content
     if (exchange.method === "HEAD") return undefined
     if (content === undefined || Object.keys(content).length === 0) {
-      return exchange.text === "" ? undefined : { expected: `${where}: no body, as the document declares none`, received: describeResponse(exchange) }
+      return exchange.text === ""
+        ? undefined
+        : { expected: `${where}: no body, as the document declares none`, received: describeResponse(exchange) }
     }
     const type = mediaType(exchange.headers.get("content-type"))
     const declaredType = Object.keys(content).find((candidate) => mediaType(candidate) === type)
@@ -174,7 +198,9 @@ export const makeWebhookPayloadValidator = (document: unknown) => {
     const operation = doc.webhooks?.[type]?.post
     if (typeof operation !== "object" || operation === null) return "undescribed"
     const requestBody = resolve(doc, operation.requestBody, ["webhooks", type, "post", "requestBody"])
-    const declared = Object.keys(requestBody.value?.content ?? {}).find((media) => mediaType(media) === "application/json")
+    const declared = Object.keys(requestBody.value?.content ?? {}).find((media) =>
+      mediaType(media) === "application/json"
+    )
     if (declared === undefined || requestBody.value.content[declared].schema === undefined) return "undescribed"
     const ref = `${DOCUMENT_ID}${pointer([...requestBody.at, "content", declared, "schema"])}`
     let validate = compiled.get(ref)

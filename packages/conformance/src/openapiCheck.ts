@@ -59,7 +59,9 @@ export const loadDocument = (baseUrl: string, openapi: string | false | undefine
           : { problem: `GET ${url} answered ${response.status}` }
       },
       catch: (error) =>
-        `${isFile ? `cannot read ${url}` : `GET ${url} gave no answer`}: ${error instanceof Error ? error.message : String(error)}`
+        `${isFile ? `cannot read ${url}` : `GET ${url} gave no answer`}: ${
+          error instanceof Error ? error.message : String(error)
+        }`
     }).pipe(
       Effect.map((read): { readonly document: unknown } | { readonly problem: string } => {
         if ("problem" in read) return read
@@ -74,7 +76,13 @@ export const loadDocument = (baseUrl: string, openapi: string | false | undefine
     const unusable = (problem: string) =>
       none(
         explicit
-          ? Effect.fail(new CheckFailed({ request: `GET ${url}`, expected: "the OpenAPI document given with --openapi", received: problem }))
+          ? Effect.fail(
+            new CheckFailed({
+              request: `GET ${url}`,
+              expected: "the OpenAPI document given with --openapi",
+              received: problem
+            })
+          )
           : Effect.fail(skipped(`${problem}: give the deployment's document with --openapi URL`))
       )
     if ("problem" in fetched) return unusable(fetched.problem)

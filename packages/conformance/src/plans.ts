@@ -28,7 +28,9 @@ export const parsePolicies = (value: string | undefined) => {
     if (name === undefined || name === "") continue
     policies.set(
       name.replace(/^"|"$/g, ""),
-      Object.fromEntries(parameters.map((parameter) => parameter.split("=").map((part) => part.trim()) as [string, string]))
+      Object.fromEntries(
+        parameters.map((parameter) => parameter.split("=").map((part) => part.trim()) as [string, string])
+      )
     )
   }
   return policies
@@ -77,7 +79,9 @@ const spendTheMinute = (run: RunContext, key: ApiKey, perMinute: number) =>
       const left = perMinute - admitted
       if (sent - reported >= 200) {
         reported = sent
-        run.progress(`${key.plan}: spending the per-minute quota of ${perMinute} with ${key.label}: ${admitted} admitted`)
+        run.progress(
+          `${key.plan}: spending the per-minute quota of ${perMinute} with ${key.label}: ${admitted} admitted`
+        )
       }
       const batch = yield* Effect.forEach(
         Array.from({ length: Math.max(1, Math.min(left, BURST_CONCURRENCY)) }),
@@ -99,19 +103,27 @@ const spendTheMinute = (run: RunContext, key: ApiKey, perMinute: number) =>
               exchange,
               `request ${before + 1} of ${windowDescription()} admitted (the quota is ${perMinute} a minute)`,
               `429 after ${before} admitted${
-                Number.isNaN(firstRemaining) ? "" : ` (counting from X-RateLimit-Remaining: ${firstRemaining} before the burst)`
+                Number.isNaN(firstRemaining)
+                  ? ""
+                  : ` (counting from X-RateLimit-Remaining: ${firstRemaining} before the burst)`
               }: ${describeResponse(exchange)}`
             )
           }
           return { refusal: exchange, admitted: before } satisfies Burst
         }
         if (!isSuccess(exchange)) {
-          return yield* failure(exchange, left > 0 ? "status 200" : `status 429: request ${perMinute + 1} of the minute`)
+          return yield* failure(
+            exchange,
+            left > 0 ? "status 200" : `status 429: request ${perMinute + 1} of the minute`
+          )
         }
         const counted = (admittedIn.get(reset) ?? 0) + 1
         admittedIn.set(reset, counted)
         if (left === 0 && reset === window && counted > perMinute) {
-          return yield* failure(exchange, `status 429 for request ${counted} of ${windowDescription()}: the quota is ${perMinute} a minute`)
+          return yield* failure(
+            exchange,
+            `status 429 for request ${counted} of ${windowDescription()}: the quota is ${perMinute} a minute`
+          )
         }
       }
     }
@@ -146,12 +158,19 @@ const spendTheDay = (run: RunContext, key: ApiKey, quota: { perMinute: number; p
       if (remaining === 0) {
         const wait = reset * 1000 + 100 - Date.now()
         if (wait > 0 && wait <= run.maxWaitSeconds * 1000) {
-          run.progress(`${key.plan} daily: ${used}/${quota.perDay} requests today with ${key.label}; next window in ${Math.ceil(wait / 1000)} s`)
+          run.progress(
+            `${key.plan} daily: ${used}/${quota.perDay} requests today with ${key.label}; next window in ${
+              Math.ceil(wait / 1000)
+            } s`
+          )
           lastProgress = Date.now()
           yield* Effect.sleep(wait)
         }
       }
-      const size = Math.max(1, Math.min(BURST_CONCURRENCY, quota.perDay - used, Number.isNaN(remaining) ? 1 : remaining))
+      const size = Math.max(
+        1,
+        Math.min(BURST_CONCURRENCY, quota.perDay - used, Number.isNaN(remaining) ? 1 : remaining)
+      )
       const batch = yield* Effect.forEach(
         Array.from({ length: size }),
         () => http.send({ path: "/pets?limit=1", credential, retryWhenLimited: false }),
@@ -163,7 +182,10 @@ const spendTheDay = (run: RunContext, key: ApiKey, quota: { perMinute: number; p
           const wait = retryAfterMillis(exchange.headers, exchange.receivedAt)
           // Refused by a minute window that reset later than announced: the key's gate waits it out, a few times.
           if (wait !== undefined && wait <= run.maxWaitSeconds * 1000 && ++refusedInARow <= 3) continue
-          return yield* failure(exchange, `request ${used + 1} of the day admitted: the quota is ${quota.perDay} a day (${counting})`)
+          return yield* failure(
+            exchange,
+            `request ${used + 1} of the day admitted: the quota is ${quota.perDay} a day (${counting})`
+          )
         }
         if (!isSuccess(exchange)) return yield* failure(exchange, "status 200")
         refusedInARow = 0
@@ -185,7 +207,9 @@ const spendTheDay = (run: RunContext, key: ApiKey, quota: { perMinute: number; p
     if (remaining === 0) {
       const wait = reset * 1000 + 100 - Date.now()
       if (wait > 0 && wait <= run.maxWaitSeconds * 1000) {
-        run.progress(`${key.plan} daily: the day is spent; waiting ${Math.ceil(wait / 1000)} s for the minute window to reset`)
+        run.progress(
+          `${key.plan} daily: the day is spent; waiting ${Math.ceil(wait / 1000)} s for the minute window to reset`
+        )
         yield* Effect.sleep(wait)
       }
     }
@@ -213,7 +237,13 @@ export const planPhase = (run: RunContext, plan: Plan): Effect.Effect<Phase> =>
     const burstTitle = fixed === undefined
       ? "as many requests as the key's per-minute limit are admitted in a minute, the next is refused with 429"
       : `${fixed.perMinute} requests in a minute are admitted, the next is refused with 429`
-    const check = (id: string, tag: Tag, title: string, run: Check["run"], requires?: ReadonlyArray<string>): Check => ({
+    const check = (
+      id: string,
+      tag: Tag,
+      title: string,
+      run: Check["run"],
+      requires?: ReadonlyArray<string>
+    ): Check => ({
       id: `${plan}.${id}`,
       area: plan,
       tag,
@@ -258,129 +288,213 @@ export const planPhase = (run: RunContext, plan: Plan): Effect.Effect<Phase> =>
     let day: DayOutcome | undefined
 
     const checks: Array<Check> = [
-      check("limit", "spec", limitTitle, Effect.gen(function*() {
-        const exchange = yield* first
-        const { perMinute, perDay } = yield* quota
-        const limit = integerHeader(exchange, "x-ratelimit-limit")
-        if (limit === perDay && integerHeader(exchange, "x-ratelimit-remaining") < perMinute) {
-          return yield* skipped(`${burstKey!.label} has fewer requests left today than a minute's worth: give a fresh key`)
-        }
-        yield* ensure(limit === perMinute, exchange, `X-RateLimit-Limit: ${perMinute}`)
-      })),
-      check("policy", "extension", "RateLimit-Policy and RateLimit describe the minute and the day", Effect.gen(function*() {
-        const exchange = yield* first
-        const { perMinute, perDay } = yield* quota
-        if (perDay === undefined) return yield* skipped("the key's daily limit is unknown: the service has no GET /v1/rate_limit")
-        const policies = parsePolicies(header(exchange, "ratelimit-policy"))
-        const minute = policies.get("minute")
-        const dayPolicy = policies.get("day")
-        yield* ensure(
-          minute?.q === String(perMinute) && minute.w === "60" && dayPolicy?.q === String(perDay) && dayPolicy.w === "86400",
-          exchange,
-          `RateLimit-Policy: "minute";q=${perMinute};w=60, "day";q=${perDay};w=86400`,
-          `RateLimit-Policy: ${header(exchange, "ratelimit-policy") ?? "(none)"}`
-        )
-        const windows = parsePolicies(header(exchange, "ratelimit"))
-        yield* ensure(
-          /^\d+$/.test(windows.get("minute")?.r ?? "") && /^\d+$/.test(windows.get("day")?.r ?? ""),
-          exchange,
-          "RateLimit with r (requests left) and t (seconds to reset) for \"minute\" and \"day\"",
-          `RateLimit: ${header(exchange, "ratelimit") ?? "(none)"}`
-        )
-      })),
-      check("rate-limit-endpoint", "extension", "GET /v1/rate_limit shows the plan and both windows, at no cost", Effect.gen(function*() {
-        yield* first
-        const { perMinute, perDay } = yield* quota
-        // Two calls in one window each: across a reset the counts differ without any cost (a run started at :59).
-        let before = yield* rateLimitStatus(burstKey!)
-        let after = yield* rateLimitStatus(burstKey!)
-        for (let attempt = 1; attempt < 3 && !sameWindows(before.status, after.status); attempt++) {
-          before = after
-          after = yield* rateLimitStatus(burstKey!)
-        }
-        const status = before.status
-        yield* ensure(
-          status.plan === plan && status.minute.limit === perMinute && (perDay === undefined || status.day.limit === perDay) &&
-            status.ban === null,
-          before.exchange,
-          `plan ${plan}, minute.limit ${perMinute}${perDay === undefined ? "" : `, day.limit ${perDay}`}, ban null`
-        )
-        yield* ensure(
-          after.status.minute.remaining === status.minute.remaining && after.status.day.remaining === status.day.remaining,
-          after.exchange,
-          `the same remaining counts as the call before (minute ${status.minute.remaining}, day ${status.day.remaining}): it costs no quota`
-        )
-      })),
-      check("burst", "spec", burstTitle, Effect.gen(function*() {
-        const { perMinute } = yield* quota
-        if (perMinute > LARGEST_BURST) return yield* skipped(`a per-minute limit of ${perMinute} is more than this suite spends`)
-        burst = yield* spendTheMinute(run, burstKey!, perMinute)
-      })),
-      // "The body of a 429 response is not shown" (spec §7): refusal-details holds it to the README's Error.
-      check("refusal", "spec", "the 429 carries Retry-After and X-RateLimit-Remaining: 0", Effect.gen(function*() {
-        const refusal = burst!.refusal
-        yield* ensure(refusal.status === 429, refusal, "status 429")
-        yield* ensure(
-          retryAfterMillis(refusal.headers, refusal.receivedAt) !== undefined,
-          refusal,
-          "Retry-After in seconds or as an HTTP date"
-        )
-        yield* ensure(integerHeader(refusal, "x-ratelimit-remaining") === 0, refusal, "X-RateLimit-Remaining: 0")
-      }), ["burst"]),
-      check("refusal-details", "extension", "the 429 has an Error body saying rate_limited, with Retry-After in whole seconds until X-RateLimit-Reset", Effect.gen(function*() {
-        const refusal = burst!.refusal
-        const retryAfter = header(refusal, "retry-after") ?? ""
-        yield* expectError(refusal, 429)
-        yield* ensure((refusal.json as { code?: unknown })?.code === "rate_limited", refusal, "code rate_limited")
-        yield* ensure(
-          /^\d+$/.test(retryAfter) && Number(retryAfter) >= 1 && Math.abs(Number(retryAfter) - secondsToReset(refusal)) <= 2,
-          refusal,
-          `Retry-After in whole seconds, at least 1, until X-RateLimit-Reset (about ${Math.round(secondsToReset(refusal))} s)`
-        )
-      }), ["burst"]),
-      check("limited-status", "extension", "GET /v1/rate_limit answers while the key is limited", Effect.gen(function*() {
-        const { exchange, status } = yield* rateLimitStatus(burstKey!, { costsNoQuota: true })
-        if (status.minute.remaining > 0 && status.minute.reset > resetOf(burst!.refusal)) {
-          return yield* skipped("the minute window reset between the 429 and this call: the key was no longer limited")
-        }
-        yield* ensure(status.minute.remaining === 0 && status.ban === null, exchange, "minute.remaining 0 and ban null")
-      }), ["burst"]),
-      check("recovery", "spec", "after waiting Retry-After, requests are admitted again", Effect.gen(function*() {
-        const exchange = yield* Http.use((http) =>
-          http.send({ path: "/pets?limit=1", credential: withKey(burstKey!), retryWhenLimited: false })
-        )
-        yield* ensure(
-          isSuccess(exchange),
-          exchange,
-          `status 200 once Retry-After (${header(burst!.refusal, "retry-after") ?? "?"} s) has passed`
-        )
-      }), ["burst"]),
-      check("not-banned", "extension", "a client that honours Retry-After is never banned", Effect.gen(function*() {
-        const { exchange, status } = yield* rateLimitStatus(burstKey!)
-        yield* ensure(status.ban === null, exchange, "ban null")
-      }), ["recovery"]),
-      check("daily", "spec", `paced under the minute quota, the daily quota is admitted, then 429`, Effect.gen(function*() {
-        const { perMinute, perDay } = yield* quota
-        if (perDay === undefined) return yield* skipped("the key's daily limit is unknown: the service has no GET /v1/rate_limit")
-        if (!run.daily) {
-          return yield* skipped(
-            `runs with --daily: it paces requests until the daily quota of ${perDay} binds (about ${Math.ceil(perDay / perMinute)} minutes)`
+      check(
+        "limit",
+        "spec",
+        limitTitle,
+        Effect.gen(function*() {
+          const exchange = yield* first
+          const { perMinute, perDay } = yield* quota
+          const limit = integerHeader(exchange, "x-ratelimit-limit")
+          if (limit === perDay && integerHeader(exchange, "x-ratelimit-remaining") < perMinute) {
+            return yield* skipped(
+              `${burstKey!.label} has fewer requests left today than a minute's worth: give a fresh key`
+            )
+          }
+          yield* ensure(limit === perMinute, exchange, `X-RateLimit-Limit: ${perMinute}`)
+        })
+      ),
+      check(
+        "policy",
+        "extension",
+        "RateLimit-Policy and RateLimit describe the minute and the day",
+        Effect.gen(function*() {
+          const exchange = yield* first
+          const { perMinute, perDay } = yield* quota
+          if (perDay === undefined) {
+            return yield* skipped("the key's daily limit is unknown: the service has no GET /v1/rate_limit")
+          }
+          const policies = parsePolicies(header(exchange, "ratelimit-policy"))
+          const minute = policies.get("minute")
+          const dayPolicy = policies.get("day")
+          yield* ensure(
+            minute?.q === String(perMinute) && minute.w === "60" && dayPolicy?.q === String(perDay) &&
+              dayPolicy.w === "86400",
+            exchange,
+            `RateLimit-Policy: "minute";q=${perMinute};w=60, "day";q=${perDay};w=86400`,
+            `RateLimit-Policy: ${header(exchange, "ratelimit-policy") ?? "(none)"}`
           )
-        }
-        day = yield* spendTheDay(run, dailyKey!, { perMinute, perDay })
-      })),
-      check("daily-details", "extension", "once the day is spent, X-RateLimit-* describe the day and Retry-After runs to its reset", Effect.gen(function*() {
-        const { perDay } = yield* quota
-        const refusal = day!.refusal
-        const retryAfter = header(refusal, "retry-after") ?? ""
-        yield* ensure(
-          integerHeader(refusal, "x-ratelimit-limit") === perDay && integerHeader(refusal, "x-ratelimit-remaining") === 0 &&
-            (refusal.json as { code?: unknown })?.code === "rate_limited" &&
-            /^\d+$/.test(retryAfter) && Math.abs(Number(retryAfter) - secondsToReset(refusal)) <= 2,
-          refusal,
-          `code rate_limited, X-RateLimit-Limit: ${perDay}, X-RateLimit-Remaining: 0 and Retry-After until X-RateLimit-Reset`
-        )
-      }), ["daily"])
+          const windows = parsePolicies(header(exchange, "ratelimit"))
+          yield* ensure(
+            /^\d+$/.test(windows.get("minute")?.r ?? "") && /^\d+$/.test(windows.get("day")?.r ?? ""),
+            exchange,
+            "RateLimit with r (requests left) and t (seconds to reset) for \"minute\" and \"day\"",
+            `RateLimit: ${header(exchange, "ratelimit") ?? "(none)"}`
+          )
+        })
+      ),
+      check(
+        "rate-limit-endpoint",
+        "extension",
+        "GET /v1/rate_limit shows the plan and both windows, at no cost",
+        Effect.gen(function*() {
+          yield* first
+          const { perMinute, perDay } = yield* quota
+          // Two calls in one window each: across a reset the counts differ without any cost (a run started at :59).
+          let before = yield* rateLimitStatus(burstKey!)
+          let after = yield* rateLimitStatus(burstKey!)
+          for (let attempt = 1; attempt < 3 && !sameWindows(before.status, after.status); attempt++) {
+            before = after
+            after = yield* rateLimitStatus(burstKey!)
+          }
+          const status = before.status
+          yield* ensure(
+            status.plan === plan && status.minute.limit === perMinute &&
+              (perDay === undefined || status.day.limit === perDay) &&
+              status.ban === null,
+            before.exchange,
+            `plan ${plan}, minute.limit ${perMinute}${perDay === undefined ? "" : `, day.limit ${perDay}`}, ban null`
+          )
+          yield* ensure(
+            after.status.minute.remaining === status.minute.remaining &&
+              after.status.day.remaining === status.day.remaining,
+            after.exchange,
+            `the same remaining counts as the call before (minute ${status.minute.remaining}, day ${status.day.remaining}): it costs no quota`
+          )
+        })
+      ),
+      check(
+        "burst",
+        "spec",
+        burstTitle,
+        Effect.gen(function*() {
+          const { perMinute } = yield* quota
+          if (perMinute > LARGEST_BURST) {
+            return yield* skipped(`a per-minute limit of ${perMinute} is more than this suite spends`)
+          }
+          burst = yield* spendTheMinute(run, burstKey!, perMinute)
+        })
+      ),
+      // "The body of a 429 response is not shown" (spec §7): refusal-details holds it to the README's Error.
+      check(
+        "refusal",
+        "spec",
+        "the 429 carries Retry-After and X-RateLimit-Remaining: 0",
+        Effect.gen(function*() {
+          const refusal = burst!.refusal
+          yield* ensure(refusal.status === 429, refusal, "status 429")
+          yield* ensure(
+            retryAfterMillis(refusal.headers, refusal.receivedAt) !== undefined,
+            refusal,
+            "Retry-After in seconds or as an HTTP date"
+          )
+          yield* ensure(integerHeader(refusal, "x-ratelimit-remaining") === 0, refusal, "X-RateLimit-Remaining: 0")
+        }),
+        ["burst"]
+      ),
+      check(
+        "refusal-details",
+        "extension",
+        "the 429 has an Error body saying rate_limited, with Retry-After in whole seconds until X-RateLimit-Reset",
+        Effect.gen(function*() {
+          const refusal = burst!.refusal
+          const retryAfter = header(refusal, "retry-after") ?? ""
+          yield* expectError(refusal, 429)
+          yield* ensure((refusal.json as { code?: unknown })?.code === "rate_limited", refusal, "code rate_limited")
+          yield* ensure(
+            /^\d+$/.test(retryAfter) && Number(retryAfter) >= 1 &&
+              Math.abs(Number(retryAfter) - secondsToReset(refusal)) <= 2,
+            refusal,
+            `Retry-After in whole seconds, at least 1, until X-RateLimit-Reset (about ${
+              Math.round(secondsToReset(refusal))
+            } s)`
+          )
+        }),
+        ["burst"]
+      ),
+      check(
+        "limited-status",
+        "extension",
+        "GET /v1/rate_limit answers while the key is limited",
+        Effect.gen(function*() {
+          const { exchange, status } = yield* rateLimitStatus(burstKey!, { costsNoQuota: true })
+          if (status.minute.remaining > 0 && status.minute.reset > resetOf(burst!.refusal)) {
+            return yield* skipped(
+              "the minute window reset between the 429 and this call: the key was no longer limited"
+            )
+          }
+          yield* ensure(
+            status.minute.remaining === 0 && status.ban === null,
+            exchange,
+            "minute.remaining 0 and ban null"
+          )
+        }),
+        ["burst"]
+      ),
+      check(
+        "recovery",
+        "spec",
+        "after waiting Retry-After, requests are admitted again",
+        Effect.gen(function*() {
+          const exchange = yield* Http.use((http) =>
+            http.send({ path: "/pets?limit=1", credential: withKey(burstKey!), retryWhenLimited: false })
+          )
+          yield* ensure(
+            isSuccess(exchange),
+            exchange,
+            `status 200 once Retry-After (${header(burst!.refusal, "retry-after") ?? "?"} s) has passed`
+          )
+        }),
+        ["burst"]
+      ),
+      check(
+        "not-banned",
+        "extension",
+        "a client that honours Retry-After is never banned",
+        Effect.gen(function*() {
+          const { exchange, status } = yield* rateLimitStatus(burstKey!)
+          yield* ensure(status.ban === null, exchange, "ban null")
+        }),
+        ["recovery"]
+      ),
+      check(
+        "daily",
+        "spec",
+        `paced under the minute quota, the daily quota is admitted, then 429`,
+        Effect.gen(function*() {
+          const { perMinute, perDay } = yield* quota
+          if (perDay === undefined) {
+            return yield* skipped("the key's daily limit is unknown: the service has no GET /v1/rate_limit")
+          }
+          if (!run.daily) {
+            return yield* skipped(
+              `runs with --daily: it paces requests until the daily quota of ${perDay} binds (about ${
+                Math.ceil(perDay / perMinute)
+              } minutes)`
+            )
+          }
+          day = yield* spendTheDay(run, dailyKey!, { perMinute, perDay })
+        })
+      ),
+      check(
+        "daily-details",
+        "extension",
+        "once the day is spent, X-RateLimit-* describe the day and Retry-After runs to its reset",
+        Effect.gen(function*() {
+          const { perDay } = yield* quota
+          const refusal = day!.refusal
+          const retryAfter = header(refusal, "retry-after") ?? ""
+          yield* ensure(
+            integerHeader(refusal, "x-ratelimit-limit") === perDay &&
+              integerHeader(refusal, "x-ratelimit-remaining") === 0 &&
+              (refusal.json as { code?: unknown })?.code === "rate_limited" &&
+              /^\d+$/.test(retryAfter) && Math.abs(Number(retryAfter) - secondsToReset(refusal)) <= 2,
+            refusal,
+            `code rate_limited, X-RateLimit-Limit: ${perDay}, X-RateLimit-Remaining: 0 and Retry-After until X-RateLimit-Reset`
+          )
+        }),
+        ["daily"]
+      )
     ]
 
     if (burstKey === undefined) {

@@ -32,7 +32,8 @@ export const formatResult = (result: CheckResult, style: Style = plainStyle) => 
   }
 }
 
-export const formatSummary = ({ passed, failed, skipped }: Summary) => `${passed} passed, ${failed} failed, ${skipped} skipped`
+export const formatSummary = ({ passed, failed, skipped }: Summary) =>
+  `${passed} passed, ${failed} failed, ${skipped} skipped`
 
 const xml = (text: string) =>
   text
@@ -52,7 +53,9 @@ export const toJUnit = (suite: SuiteResult) => {
     const results = suite.results.filter((result) => result.area === area)
     const count = (status: CheckResult["status"]) => results.filter((result) => result.status === status).length
     const cases = results.map((result) => {
-      const open = `    <testcase classname="conformance.${xml(area)}" name="${xml(`[${result.tag}] ${result.title}`)}" time="${seconds(result.durationMs)}"`
+      const open = `    <testcase classname="conformance.${xml(area)}" name="${
+        xml(`[${result.tag}] ${result.title}`)
+      }" time="${seconds(result.durationMs)}"`
       if (result.status === "pass") return `${open}/>`
       const body = result.status === "skip"
         ? `      <skipped message="${xml(result.reason ?? "")}"/>`
@@ -77,9 +80,9 @@ export const toJUnit = (suite: SuiteResult) => {
   const { passed, failed, skipped } = suite.summary
   return [
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
-    `<testsuites name="${xml(`petstore conformance of ${suite.baseUrl}`)}" tests="${passed + failed + skipped}" failures="${failed}" errors="0" skipped="${skipped}" time="${
-      seconds(suite.durationMs)
-    }">`,
+    `<testsuites name="${xml(`petstore conformance of ${suite.baseUrl}`)}" tests="${
+      passed + failed + skipped
+    }" failures="${failed}" errors="0" skipped="${skipped}" time="${seconds(suite.durationMs)}">`,
     ...testsuites,
     "</testsuites>",
     ""

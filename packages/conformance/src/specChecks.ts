@@ -2,7 +2,15 @@ import { planQuotas } from "@petstore/contract"
 import { Effect } from "effect"
 import { type Check, skipped } from "./checks.ts"
 import { keyHint, type RunContext } from "./context.ts"
-import { decodeBody, ensure, ensureEachSpendsOne, expectError, expectStatus, inOneWindow, integerHeader } from "./expect.ts"
+import {
+  decodeBody,
+  ensure,
+  ensureEachSpendsOne,
+  expectError,
+  expectStatus,
+  inOneWindow,
+  integerHeader
+} from "./expect.ts"
 import { type Credential, describeResponse, type Exchange, Http, type SendOptions, withKey } from "./http.ts"
 import { CheckFailed, type CheckSkipped } from "./model.ts"
 import { SpecPet, SpecPets } from "./specSchemas.ts"
@@ -23,7 +31,13 @@ const MAX_PAGE = 100
 const BEYOND_INT64 = "9223372036854775808"
 const BELOW_INT64 = "-9223372036854775809"
 
-const check = (id: string, title: string, run: Check["run"]): Check => ({ id, area: id.split(".")[0]!, tag: "spec", title, run })
+const check = (id: string, title: string, run: Check["run"]): Check => ({
+  id,
+  area: id.split(".")[0]!,
+  tag: "spec",
+  title,
+  run
+})
 
 export const specChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>> =>
   Effect.gen(function*() {
@@ -36,7 +50,8 @@ export const specChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>>
       Effect.flatMap(keyed, (credential) => Http.use((http) => http.send({ ...options, credential })))
     const get = (path: string) => send({ path })
     /** A createPet request whose body is exactly `body`, sent as application/json. */
-    const postRaw = (body: string) => send({ method: "POST", path: "/pets", body, headers: { "content-type": "application/json" } })
+    const postRaw = (body: string) =>
+      send({ method: "POST", path: "/pets", body, headers: { "content-type": "application/json" } })
     const createPet = (json: unknown) => postRaw(JSON.stringify(json))
 
     const aPet = yield* Effect.cached(Effect.gen(function*() {
@@ -84,16 +99,20 @@ export const specChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>>
       })
 
     return [
-      check("versioning.base-path", "the base URL ends in the version segment /v1", Effect.gen(function*() {
-        const path = new URL(run.baseUrl).pathname.replace(/\/+$/, "")
-        if (!path.endsWith("/v1")) {
-          return yield* new CheckFailed({
-            request: `GET ${run.baseUrl}/pets`,
-            expected: "the operations under a base address ending in /v1 (spec §1, §9)",
-            received: `they answer under ${path || "/"}, without the version segment`
-          })
-        }
-      })),
+      check(
+        "versioning.base-path",
+        "the base URL ends in the version segment /v1",
+        Effect.gen(function*() {
+          const path = new URL(run.baseUrl).pathname.replace(/\/+$/, "")
+          if (!path.endsWith("/v1")) {
+            return yield* new CheckFailed({
+              request: `GET ${run.baseUrl}/pets`,
+              expected: "the operations under a base address ending in /v1 (spec §1, §9)",
+              received: `they answer under ${path || "/"}, without the version segment`
+            })
+          }
+        })
+      ),
       check(
         "pets.list-limit-range",
         "listPets: a limit outside 1–100 is 400, or a page of at most 100 pets",
@@ -109,32 +128,43 @@ export const specChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>>
         "listPets: a status that is not a PetStatus is 400, or a page of pets",
         listAnswersWithin(["status=adopted", "status=AVAILABLE", "status="])
       ),
-      check("pets.id-assigned", "createPet: the service assigns the id, whatever id the body carries", Effect.gen(function*() {
-        const existing = yield* aPet
-        const exchange = yield* createPet({ id: existing.id, name: run.petName(), categoryId: 7 })
-        if (exchange.status === 400) return yield* expectError(exchange, 400)
-        const expected = `400 with an Error body, or 201 with an id the service assigned: not ${existing.id}, another pet's`
-        yield* ensure(exchange.status === 201, exchange, expected)
-        const pet = yield* decodeBody(SpecPet, exchange, expected)
-        yield* ensure(pet.id !== existing.id, exchange, expected)
-      })),
-      check("pets.get-id-invalid", "getPet: a petId that is not an int64 is 404 or 400 with an Error body, never a pet", Effect.gen(function*() {
-        const { id } = yield* aPet
-        for (const petId of [`${id}abc`, `${id}.5`, BEYOND_INT64, "abc"]) {
-          const exchange = yield* get(`/pets/${petId}`)
-          yield* ensure(
-            exchange.status === 404 || exchange.status === 400,
-            exchange,
-            `404 (no such pet) or 400 with an Error body: ${petId} is not an int64`
-          )
-          yield* expectError(exchange, exchange.status)
-        }
-      })),
+      check(
+        "pets.id-assigned",
+        "createPet: the service assigns the id, whatever id the body carries",
+        Effect.gen(function*() {
+          const existing = yield* aPet
+          const exchange = yield* createPet({ id: existing.id, name: run.petName(), categoryId: 7 })
+          if (exchange.status === 400) return yield* expectError(exchange, 400)
+          const expected =
+            `400 with an Error body, or 201 with an id the service assigned: not ${existing.id}, another pet's`
+          yield* ensure(exchange.status === 201, exchange, expected)
+          const pet = yield* decodeBody(SpecPet, exchange, expected)
+          yield* ensure(pet.id !== existing.id, exchange, expected)
+        })
+      ),
+      check(
+        "pets.get-id-invalid",
+        "getPet: a petId that is not an int64 is 404 or 400 with an Error body, never a pet",
+        Effect.gen(function*() {
+          const { id } = yield* aPet
+          for (const petId of [`${id}abc`, `${id}.5`, BEYOND_INT64, "abc"]) {
+            const exchange = yield* get(`/pets/${petId}`)
+            yield* ensure(
+              exchange.status === 404 || exchange.status === 400,
+              exchange,
+              `404 (no such pet) or 400 with an Error body: ${petId} is not an int64`
+            )
+            yield* expectError(exchange, exchange.status)
+          }
+        })
+      ),
       check(
         "validation.category-range",
         "createPet: 400 when categoryId is beyond the int64 range",
         Effect.suspend(() =>
-          refusesEach([BEYOND_INT64, BELOW_INT64].map((id) => `{"name":${JSON.stringify(run.petName())},"categoryId":${id}}`))
+          refusesEach(
+            [BEYOND_INT64, BELOW_INT64].map((id) => `{"name":${JSON.stringify(run.petName())},"categoryId":${id}}`)
+          )
         )
       ),
       check("validation.body-missing", "createPet: 400 when the body is empty", refusesEach([""])),
@@ -145,33 +175,43 @@ export const specChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>>
           refusesEach([JSON.stringify([{ name: run.petName(), categoryId: 1 }]), "\"Rex\"", "null", "42"])
         )
       ),
-      check("headers.remaining-all-operations", "X-RateLimit-Remaining falls by one with every operation's request", Effect.gen(function*() {
-        const { id } = yield* aPet
-        const sample = yield* inOneWindow(Effect.gen(function*() {
-          const list = yield* get("/pets?limit=1")
-          const create = yield* createPet({ name: run.petName(), categoryId: 7 })
-          const fetch = yield* get(`/pets/${id}`)
-          return [list, create, fetch, yield* get("/pets?limit=1")]
-        }))
-        yield* ensureEachSpendsOne(sample, ": every request counts against the quota")
-      })),
-      check("headers.reset-minute", "X-RateLimit-Reset is at most a minute away while the minute's limit is in force", Effect.gen(function*() {
-        const plan = key?.plan ?? "free"
-        if (plan === "enterprise" || plan === "staff") {
-          return yield* skipped(`a ${plan} key's windows are its own: give a key of the free, pro or business plan`)
-        }
-        const perMinute = planQuotas[plan].perMinute
-        const exchange = yield* get("/pets?limit=1")
-        const limit = integerHeader(exchange, "x-ratelimit-limit")
-        if (limit !== perMinute) return yield* skipped(`X-RateLimit-Limit is ${limit}, not the minute's ${perMinute}: another window binds`)
-        const reset = integerHeader(exchange, "x-ratelimit-reset")
-        const now = exchange.receivedAt / 1000
-        yield* ensure(
-          reset <= Math.ceil(now) + 61,
-          exchange,
-          `X-RateLimit-Reset within a minute of now (${Math.floor(now)}): the limit in force is the minute's`,
-          describeResponse(exchange)
-        )
-      }))
+      check(
+        "headers.remaining-all-operations",
+        "X-RateLimit-Remaining falls by one with every operation's request",
+        Effect.gen(function*() {
+          const { id } = yield* aPet
+          const sample = yield* inOneWindow(Effect.gen(function*() {
+            const list = yield* get("/pets?limit=1")
+            const create = yield* createPet({ name: run.petName(), categoryId: 7 })
+            const fetch = yield* get(`/pets/${id}`)
+            return [list, create, fetch, yield* get("/pets?limit=1")]
+          }))
+          yield* ensureEachSpendsOne(sample, ": every request counts against the quota")
+        })
+      ),
+      check(
+        "headers.reset-minute",
+        "X-RateLimit-Reset is at most a minute away while the minute's limit is in force",
+        Effect.gen(function*() {
+          const plan = key?.plan ?? "free"
+          if (plan === "enterprise" || plan === "staff") {
+            return yield* skipped(`a ${plan} key's windows are its own: give a key of the free, pro or business plan`)
+          }
+          const perMinute = planQuotas[plan].perMinute
+          const exchange = yield* get("/pets?limit=1")
+          const limit = integerHeader(exchange, "x-ratelimit-limit")
+          if (limit !== perMinute) {
+            return yield* skipped(`X-RateLimit-Limit is ${limit}, not the minute's ${perMinute}: another window binds`)
+          }
+          const reset = integerHeader(exchange, "x-ratelimit-reset")
+          const now = exchange.receivedAt / 1000
+          yield* ensure(
+            reset <= Math.ceil(now) + 61,
+            exchange,
+            `X-RateLimit-Reset within a minute of now (${Math.floor(now)}): the limit in force is the minute's`,
+            describeResponse(exchange)
+          )
+        })
+      )
     ]
   })

@@ -30,7 +30,11 @@ export type SpecPet = typeof SpecPet.Type
 export const SpecPets = Schema.Array(SpecPet)
 
 /** The spec's NewPet (§2): only types and the required fields, no bounds of this implementation; unknown fields are not refused. */
-export const SpecNewPet = Schema.Struct({ name: Schema.String, categoryId: Int64, status: Schema.optionalKey(PetStatus) })
+export const SpecNewPet = Schema.Struct({
+  name: Schema.String,
+  categoryId: Int64,
+  status: Schema.optionalKey(PetStatus)
+})
 
 /** listPets' query parameters (§4.1): `limit` an integer from 1 to 100, `status` a PetStatus, both optional. */
 export const SpecListPetsQuery = Schema.Struct({

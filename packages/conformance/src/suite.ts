@@ -10,7 +10,16 @@ import { eventsPhase } from "./events.ts"
 import { type WebhookOptions, webhooksPhase } from "./webhooks.ts"
 import { anonymous, Http, makeHttp, probe, withKey } from "./http.ts"
 import { makeObservations } from "./invariants.ts"
-import { type ApiKey, CheckFailed, type CheckResult, type Plan, PLANS, summarize, type SuiteResult, Unreachable } from "./model.ts"
+import {
+  type ApiKey,
+  CheckFailed,
+  type CheckResult,
+  type Plan,
+  PLANS,
+  summarize,
+  type SuiteResult,
+  Unreachable
+} from "./model.ts"
 import { planPhase } from "./plans.ts"
 import { documentCheck, loadDocument } from "./openapiCheck.ts"
 import { storePhase } from "./store.ts"
@@ -73,7 +82,9 @@ export const normalizeBaseUrl = (value: string) =>
   Effect.gen(function*() {
     const trimmed = value.trim().replace(/\/+$/, "")
     if (!URL.canParse(trimmed) || !/^https?:$/.test(new URL(trimmed).protocol)) {
-      return yield* new InvalidOptions({ message: `--base-url must be an http(s) URL such as https://pets.example.com/v1, not "${value}"` })
+      return yield* new InvalidOptions({
+        message: `--base-url must be an http(s) URL such as https://pets.example.com/v1, not "${value}"`
+      })
     }
     return trimmed
   })
@@ -138,7 +149,10 @@ const phasesOf = (
     // The schema-driven phase sends with the general key, after the general checks, so that they count its requests
     // alone; the value classes come last, within what the key's window has left.
     const phases: Array<Phase> = [
-      { ...general, checks: [...general.checks, ...yield* specChecks(run), ...checks.fuzz, ...yield* valueChecks(run)] },
+      {
+        ...general,
+        checks: [...general.checks, ...yield* specChecks(run), ...checks.fuzz, ...yield* valueChecks(run)]
+      },
       ...yield* Effect.forEach(PLANS, (plan) => planPhase(run, plan))
     ]
     phases.push(yield* storePhase(run))
@@ -150,26 +164,33 @@ const phasesOf = (
   })
 
 /** Every check of the suite (a plan's checks once per plan), as `--only` and `--grep` choose from them; nothing is sent. */
-export const catalogue: Effect.Effect<ReadonlyArray<Pick<Check, "id" | "area" | "tag" | "title">>> = Effect.gen(function*() {
-  const run: RunContext = {
-    baseUrl: "http://catalogue.invalid/v1",
-    runId: "catalogue",
-    keys: { free: [], pro: [], business: [], enterprise: [] },
-    generalKey: undefined,
-    staffKey: undefined,
-    daily: false,
-    maxWaitSeconds: 0,
-    progress: () => {},
-    petName: () => "catalogue"
+export const catalogue: Effect.Effect<ReadonlyArray<Pick<Check, "id" | "area" | "tag" | "title">>> = Effect.gen(
+  function*() {
+    const run: RunContext = {
+      baseUrl: "http://catalogue.invalid/v1",
+      runId: "catalogue",
+      keys: { free: [], pro: [], business: [], enterprise: [] },
+      generalKey: undefined,
+      staffKey: undefined,
+      daily: false,
+      maxWaitSeconds: 0,
+      progress: () => {},
+      petName: () => "catalogue"
+    }
+    const fuzz = yield* fuzzChecks(run, { requests: 0, seed: 0 })
+    const noDocument = {
+      url: undefined,
+      observe: () => {},
+      tally: () => ({ checked: 0, broken: 0 }),
+      check: Effect.void
+    }
+    const { phases } = yield* phasesOf(run, {
+      fuzz: fuzz.checks,
+      invariants: [...invariantChecks(makeObservations().tally), documentCheck(noDocument)]
+    })
+    return phases.flatMap((phase) => phase.checks.map(({ area, id, tag, title }) => ({ id, area, tag, title })))
   }
-  const fuzz = yield* fuzzChecks(run, { requests: 0, seed: 0 })
-  const noDocument = { url: undefined, observe: () => {}, tally: () => ({ checked: 0, broken: 0 }), check: Effect.void }
-  const { phases } = yield* phasesOf(run, {
-    fuzz: fuzz.checks,
-    invariants: [...invariantChecks(makeObservations().tally), documentCheck(noDocument)]
-  })
-  return phases.flatMap((phase) => phase.checks.map(({ area, id, tag, title }) => ({ id, area, tag, title })))
-})
+)
 
 export const suite = (options: SuiteOptions) =>
   Effect.gen(function*() {
@@ -194,14 +215,16 @@ export const suite = (options: SuiteOptions) =>
     const allKeys = [...PLANS.flatMap((plan) => keys[plan]), ...(staffKey === undefined ? [] : [staffKey])]
     if (allKeys.length === 0) {
       return yield* new InvalidOptions({
-        message: "no API key given: give at least one (keys: { free: [KEY] }); without a key nothing behind authentication can be checked"
+        message:
+          "no API key given: give at least one (keys: { free: [KEY] }); without a key nothing behind authentication can be checked"
       })
     }
     for (const [index, key] of allKeys.entries()) {
       const first = allKeys.findIndex((other) => other.secret === key.secret)
       if (first < index) {
         return yield* new InvalidOptions({
-          message: `${key.label} (${lastFour(key.secret)}) is the same key as ${allKeys[first]!.label}: give each key once, ` +
+          message:
+            `${key.label} (${lastFour(key.secret)}) is the same key as ${allKeys[first]!.label}: give each key once, ` +
             "since the suite spends each key's windows on its own"
         })
       }
@@ -229,7 +252,9 @@ export const suite = (options: SuiteOptions) =>
     const progress = (line: string) => onProgress(scrub(line))
 
     const observations = makeObservations()
-    const reachable = yield* Effect.result(probe({ baseUrl, requestTimeoutSeconds: REQUEST_TIMEOUT_SECONDS }, anonymous))
+    const reachable = yield* Effect.result(
+      probe({ baseUrl, requestTimeoutSeconds: REQUEST_TIMEOUT_SECONDS }, anonymous)
+    )
     if (reachable._tag === "Failure") return yield* new Unreachable({ baseUrl, cause: reachable.failure })
     // A 404 for the list of pets at a base URL without the version segment is a mistyped URL, not a finding.
     if (reachable.success.status === 404 && !/\/v1$/.test(baseUrl)) {
@@ -320,4 +345,3 @@ export const runSuite = async (options: SuiteOptions): Promise<SuiteResult> => {
   if (Exit.isSuccess(exit)) return exit.value
   throw Cause.squash(exit.cause)
 }
-

@@ -71,13 +71,20 @@ const decode = (body: Buffer, encoding: string | undefined): Buffer => {
 
 const headersOf = (response: IncomingMessage): Headers => {
   const headers = new Headers()
-  for (let i = 0; i < response.rawHeaders.length; i += 2) headers.append(response.rawHeaders[i]!, response.rawHeaders[i + 1]!)
+  for (let i = 0; i < response.rawHeaders.length; i += 2) {
+    headers.append(response.rawHeaders[i]!, response.rawHeaders[i + 1]!)
+  }
   return headers
 }
 
 type Attempt =
   | { readonly _tag: "Answered"; readonly response: WireResponse }
-  | { readonly _tag: "Failed"; readonly error: Error & { code?: string }; readonly reused: boolean; readonly answered: boolean }
+  | {
+    readonly _tag: "Failed"
+    readonly error: Error & { code?: string }
+    readonly reused: boolean
+    readonly answered: boolean
+  }
 
 /** One try; `fresh` asks for a connection of its own rather than one the pool keeps. */
 const attempt = (wire: WireRequest, url: URL, fresh: boolean): Promise<Attempt> =>

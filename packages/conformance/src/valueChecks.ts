@@ -80,7 +80,12 @@ const TARGETS: ReadonlyArray<Target> = [
     method: "POST",
     path: bodyPath("/pets"),
     schema: NewPet,
-    options: { location: "body", base: { name: JSON.stringify(NAME), categoryId: ID, status: "\"available\"" }, closed: true, otherSide: Schema.toType(NewPet) },
+    options: {
+      location: "body",
+      base: { name: JSON.stringify(NAME), categoryId: ID, status: "\"available\"" },
+      closed: true,
+      otherSide: Schema.toType(NewPet)
+    },
     verdict: () => "refused"
   },
   {
@@ -111,7 +116,12 @@ const TARGETS: ReadonlyArray<Target> = [
     method: "PATCH",
     path: (_fields, id) => `/pets/${id}`,
     schema: PetPatch,
-    options: { location: "body", base: { name: JSON.stringify(NAME), categoryId: ID }, closed: true, otherSide: Schema.toType(PetPatch) },
+    options: {
+      location: "body",
+      base: { name: JSON.stringify(NAME), categoryId: ID },
+      closed: true,
+      otherSide: Schema.toType(PetPatch)
+    },
     needsPet: true,
     verdict: () => "refused"
   },
@@ -154,7 +164,9 @@ const classKey = (klass: ValueClass) => `${klass.field}.${klass.name}`
 export const classesOf = (target: Target, id?: number) => {
   const base = id === undefined
     ? target.options.base
-    : Object.fromEntries(Object.entries(target.options.base).map(([field, value]) => [field, value === ID ? String(id) : value]))
+    : Object.fromEntries(
+      Object.entries(target.options.base).map(([field, value]) => [field, value === ID ? String(id) : value])
+    )
   return deriveClasses(target.schema, { ...target.options, base })
 }
 
@@ -162,16 +174,24 @@ export const classesOf = (target: Target, id?: number) => {
  * The value classes as the catalogue lists them: the spec's, and the contract's that the spec's do not already
  * hold to the same answer (the spec's createPet classes are refused with 400, as the contract's are).
  */
-export const valueClassCatalogue = (): ReadonlyArray<{ readonly target: Target; readonly klass: ValueClass; readonly id: string }> => {
+export const valueClassCatalogue = (): ReadonlyArray<
+  { readonly target: Target; readonly klass: ValueClass; readonly id: string }
+> => {
   const specStrict = new Set(
     TARGETS.filter((target) => target.tag === "spec").flatMap((target) =>
-      classesOf(target).filter((klass) => target.verdict(klass) === "refused").map((klass) => `${target.operation}.${classKey(klass)}`)
+      classesOf(target).filter((klass) => target.verdict(klass) === "refused").map((klass) =>
+        `${target.operation}.${classKey(klass)}`
+      )
     )
   )
   return TARGETS.flatMap((target) =>
     classesOf(target)
       .filter((klass) => target.tag === "spec" || !specStrict.has(`${target.operation}.${classKey(klass)}`))
-      .map((klass) => ({ target, klass, id: `${target.tag === "spec" ? "values" : "contract"}.${target.operation}.${classKey(klass)}` }))
+      .map((klass) => ({
+        target,
+        klass,
+        id: `${target.tag === "spec" ? "values" : "contract"}.${target.operation}.${classKey(klass)}`
+      }))
   )
 }
 
@@ -215,7 +235,10 @@ export const valueChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>
       const missing = count >= MAX_PAGE ? 1 : MAX_PAGE + 1 - count
       yield* Effect.forEach(
         Array.from({ length: missing }),
-        () => Http.use((http) => http.send({ method: "POST", path: "/pets", credential, json: { name: run.petName(), categoryId: 11 } })),
+        () =>
+          Http.use((http) =>
+            http.send({ method: "POST", path: "/pets", credential, json: { name: run.petName(), categoryId: 11 } })
+          ),
         { concurrency: 4, discard: true }
       )
     }))
@@ -238,11 +261,18 @@ export const valueChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>
     const roomFor = (count: number) =>
       Effect.gen(function*() {
         if (remaining === undefined) {
-          note([yield* Effect.flatMap(keyed, (credential) => Http.use((http) => http.send({ path: "/pets?limit=1", credential })))])
+          note([
+            yield* Effect.flatMap(
+              keyed,
+              (credential) => Http.use((http) => http.send({ path: "/pets?limit=1", credential }))
+            )
+          ])
         }
         if (remaining !== undefined && remaining < count + SPARE) {
-          limited = skipped(`${key?.label} has ${remaining} requests left in its window, too few for this class's ${count}: ` +
-            "this class and those after it were not sent (give a key with more room, such as business)")
+          limited = skipped(
+            `${key?.label} has ${remaining} requests left in its window, too few for this class's ${count}: ` +
+              "this class and those after it were not sent (give a key with more room, such as business)"
+          )
           return yield* limited
         }
       })
@@ -261,13 +291,20 @@ export const valueChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>
           const request = `${target.method} ${target.path(fields, id)}`
           const earlier = answered.get(request)
           if (earlier !== undefined) return earlier
-          const exchange = yield* Http.use((http) => http.send({ method: target.method, path: target.path(fields, id), credential }))
+          const exchange = yield* Http.use((http) =>
+            http.send({ method: target.method, path: target.path(fields, id), credential })
+          )
           if (exchange.status !== 429) answered.set(request, exchange)
           return exchange
         }
         // Each created pet (should the server take the value) gets a name of its own.
         const named = fields.map(([name, value]) =>
-          [name, value.startsWith(JSON.stringify(NAME).slice(0, -1)) ? JSON.stringify(run.petName() + JSON.parse(value).slice(NAME.length)) : value] as const
+          [
+            name,
+            value.startsWith(JSON.stringify(NAME).slice(0, -1))
+              ? JSON.stringify(run.petName() + JSON.parse(value).slice(NAME.length))
+              : value
+          ] as const
         )
         return yield* Http.use((http) =>
           http.send({
@@ -280,7 +317,12 @@ export const valueChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>
         )
       })
 
-    const judge = (verdict: Verdict, exchange: Exchange, sent: string, fields: Fields): Effect.Effect<void, CheckFailed> =>
+    const judge = (
+      verdict: Verdict,
+      exchange: Exchange,
+      sent: string,
+      fields: Fields
+    ): Effect.Effect<void, CheckFailed> =>
       Effect.gen(function*() {
         switch (verdict) {
           case "refused":
@@ -288,7 +330,8 @@ export const valueChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>
           case "refused-or-exact": {
             if (exchange.status === 400) return yield* expectError(exchange, 400)
             const [field, value] = fields.find(([, text]) => /^-?\d{16,}$/.test(text))!
-            const expected = `400 with an Error body, or 201 with ${field} ${value} exactly: it is an int64 (spec §2), ` +
+            const expected =
+              `400 with an Error body, or 201 with ${field} ${value} exactly: it is an int64 (spec §2), ` +
               "which a JavaScript number would round"
             yield* ensure(exchange.status === 201, exchange, expected)
             const exact = new RegExp(`"${field}"\\s*:\\s*${value}(?![\\d.eE])`).test(exchange.text)
@@ -337,7 +380,9 @@ export const valueChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>
             : klass.requests
           yield* roomFor(requests.length)
           const started = Date.now()
-          const exchanges = yield* Effect.forEach(requests, (fields) => send(target, fields, petId), { concurrency: "unbounded" })
+          const exchanges = yield* Effect.forEach(requests, (fields) => send(target, fields, petId), {
+            concurrency: "unbounded"
+          })
           // A window that reset since counts afresh from the answers just received (not those sent before).
           const fresh = exchanges.filter((exchange) => exchange.sentAt >= started)
           if (fresh.length > 0) {
@@ -346,8 +391,10 @@ export const valueChecks = (run: RunContext): Effect.Effect<ReadonlyArray<Check>
           }
           const refused = exchanges.find((exchange) => exchange.status === 429)
           if (refused !== undefined) {
-            limited = skipped(`${key?.label} was still refused with 429 after waiting Retry-After (${describeResponse(refused)}): ` +
-              "this class and those after it were not judged")
+            limited = skipped(
+              `${key?.label} was still refused with 429 after waiting Retry-After (${describeResponse(refused)}): ` +
+                "this class and those after it were not judged"
+            )
             return yield* limited
           }
           for (const [index, exchange] of exchanges.entries()) {

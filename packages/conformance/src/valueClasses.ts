@@ -53,7 +53,9 @@ const BEYOND_SAFE = "9007199254740993"
 
 /** A node with its `$ref`s followed and its `allOf` merged in. */
 const resolve = (node: Node, definitions: Readonly<Record<string, Node>>): Node => {
-  const referenced = node.$ref === undefined ? {} : resolve(definitions[node.$ref.replace(/^#\/\$defs\//, "")] ?? {}, definitions)
+  const referenced = node.$ref === undefined
+    ? {}
+    : resolve(definitions[node.$ref.replace(/^#\/\$defs\//, "")] ?? {}, definitions)
   const merged = (node.allOf ?? []).reduce<Node>((all, part) => ({ ...all, ...resolve(part, definitions) }), referenced)
   const { $ref: _ref, allOf: _allOf, ...own } = node
   // `{type: number, allOf: [{type: integer, …}]}` is an integer: the narrower type of the two.
@@ -61,7 +63,10 @@ const resolve = (node: Node, definitions: Readonly<Record<string, Node>>): Node 
   return { ...merged, ...own, ...(type === undefined ? {} : { type }) }
 }
 
-const objects = new WeakMap<Schema.Top, { readonly properties: Readonly<Record<string, Node>>; readonly required: ReadonlyArray<string> }>()
+const objects = new WeakMap<
+  Schema.Top,
+  { readonly properties: Readonly<Record<string, Node>>; readonly required: ReadonlyArray<string> }
+>()
 
 /** The object a document describes: its fields, resolved, which of them are required. */
 export const objectOf = (schema: Schema.Top) => {
@@ -76,7 +81,9 @@ const describeObject = (schema: Schema.Top) => {
   const document = Schema.toJsonSchemaDocument(schema as never)
   const definitions = (document.definitions ?? {}) as Record<string, Node>
   const root = resolve(document.schema as Node, definitions)
-  const properties = Object.fromEntries(Object.entries(root.properties ?? {}).map(([name, node]) => [name, resolve(node, definitions)]))
+  const properties = Object.fromEntries(
+    Object.entries(root.properties ?? {}).map(([name, node]) => [name, resolve(node, definitions)])
+  )
   return { properties, required: root.required ?? [] }
 }
 
@@ -124,7 +131,9 @@ const fieldCandidates = (field: string, node: Node, location: Location, base: st
   const inBody = location === "body"
   const candidates: Array<Candidate> = []
   const add = (name: string, description: string, values: ReadonlyArray<string>, standing?: Standing) => {
-    if (values.length > 0) candidates.push({ name, description, values, ...(standing === undefined ? {} : { standing }) })
+    if (values.length > 0) {
+      candidates.push({ name, description, values, ...(standing === undefined ? {} : { standing }) })
+    }
   }
   // Each JSON type the field is not; in a query or a path, the texts a client would send for them.
   const jsonType = kind === "integer" ? "number" : "string"
@@ -146,10 +155,22 @@ const fieldCandidates = (field: string, node: Node, location: Location, base: st
 
   if (kind === "enum") {
     const literals = node.enum as ReadonlyArray<string>
-    const spell = (values: ReadonlyArray<string>) => [...new Set(values)].filter((value) => !literals.includes(value)).map((value) => inBody ? json(value) : value)
-    add("other-case", `${field} is a ${field} in another case`, spell([...literals.map((value) => value.toUpperCase()), literals[0]!.charAt(0).toUpperCase() + literals[0]!.slice(1)]))
+    const spell = (values: ReadonlyArray<string>) =>
+      [...new Set(values)].filter((value) => !literals.includes(value)).map((value) => inBody ? json(value) : value)
+    add(
+      "other-case",
+      `${field} is a ${field} in another case`,
+      spell([
+        ...literals.map((value) => value.toUpperCase()),
+        literals[0]!.charAt(0).toUpperCase() + literals[0]!.slice(1)
+      ])
+    )
     add("spaces", `${field} is a ${field} with surrounding spaces`, spell([` ${literals[0]}`, `${literals.at(-1)} `]))
-    add("prefix", `${field} is the prefix of a ${field}`, spell([literals[0]!, literals.at(-1)!].map((value) => value.slice(0, Math.max(1, value.length - 2)))))
+    add(
+      "prefix",
+      `${field} is the prefix of a ${field}`,
+      spell([literals[0]!, literals.at(-1)!].map((value) => value.slice(0, Math.max(1, value.length - 2))))
+    )
     add("unknown", `${field} is not one of ${literals.join(", ")}`, spell([`${literals.join("-")}-unknown`, "unknown"]))
     add("empty", `${field} is the empty string`, spell([""]))
   }
@@ -160,29 +181,45 @@ const fieldCandidates = (field: string, node: Node, location: Location, base: st
     // In a body `7e0` is the integer 7 (JSON has one number type); written with an exponent, the classes are a
     // fraction and a number beyond int64. In a query or a path, an integer has no exponent.
     add("exponent", `${field} is written with an exponent`, inBody ? [`${whole}5e-1`, "1e19"] : [`${whole}e0`, "1e1"])
-    if (node.format === "int64" || node.maximum !== undefined) add("beyond-int64", `${field} is beyond the int64 range`, BEYOND_INT64)
     if (node.format === "int64" || node.maximum !== undefined) {
-      add("beyond-safe", `${field} is 2^53 + 1, which a JavaScript number cannot hold`, [BEYOND_SAFE], outOfBounds(node, BEYOND_SAFE) ? "invalid" : "int64-inexact")
+      add("beyond-int64", `${field} is beyond the int64 range`, BEYOND_INT64)
+    }
+    if (node.format === "int64" || node.maximum !== undefined) {
+      add(
+        "beyond-safe",
+        `${field} is 2^53 + 1, which a JavaScript number cannot hold`,
+        [BEYOND_SAFE],
+        outOfBounds(node, BEYOND_SAFE) ? "invalid" : "int64-inexact"
+      )
     }
     add("zero", `${field} is 0`, ["0"].filter((text) => outOfBounds(node, text)))
     add("negative", `${field} is negative`, ["-1"].filter((text) => outOfBounds(node, text)))
-    if (node.minimum !== undefined && node.minimum > 1) add("below-minimum", `${field} is below ${node.minimum}`, [String(node.minimum - 1)])
+    if (node.minimum !== undefined && node.minimum > 1) {
+      add("below-minimum", `${field} is below ${node.minimum}`, [String(node.minimum - 1)])
+    }
     if (node.maximum !== undefined && node.maximum < Number.MAX_SAFE_INTEGER) {
       add("above-maximum", `${field} is above ${node.maximum}`, [String(node.maximum + 1), String(node.maximum * 10)])
     }
     if (!inBody && node.pattern !== undefined) {
       // Spellings of a valid number that the pattern refuses: a value has one spelling only.
-      add("other-spelling", `${field} is a valid number spelled otherwise`, [`0${whole}`, `+${whole}`, ` ${whole}`, `${whole}.0`]
-        .filter((text) => refusesText(node, text)))
+      add(
+        "other-spelling",
+        `${field} is a valid number spelled otherwise`,
+        [`0${whole}`, `+${whole}`, ` ${whole}`, `${whole}.0`]
+          .filter((text) => refusesText(node, text))
+      )
     }
   }
 
   if (kind === "string") {
     const text = inBody ? JSON.parse(base) as string : base
-    const spell = (values: ReadonlyArray<string>) => values.filter((value) => refusesText(node, value)).map((value) => inBody ? json(value) : value)
+    const spell = (values: ReadonlyArray<string>) =>
+      values.filter((value) => refusesText(node, value)).map((value) => inBody ? json(value) : value)
     add("empty", `${field} is the empty string`, spell([""]))
     add("blank", `${field} is only whitespace`, spell([" ", "  \t ", "\u00a0"]))
-    if (node.maxLength !== undefined) add("too-long", `${field} is over ${node.maxLength} characters`, spell([text.padEnd(node.maxLength + 1, "x")]))
+    if (node.maxLength !== undefined) {
+      add("too-long", `${field} is over ${node.maxLength} characters`, spell([text.padEnd(node.maxLength + 1, "x")]))
+    }
     add("control", `${field} holds a NUL character`, spell([`${text}\u0000`]))
   }
   return candidates
@@ -207,7 +244,9 @@ export const deriveClasses = (schema: Schema.Top, options: DeriveOptions): Reado
   const otherSide = options.otherSide === undefined ? {} : objectOf(options.otherSide).properties
   const baseFields: Fields = Object.entries(options.base)
   const replacing = (field: string, value: string | undefined): Fields =>
-    baseFields.flatMap(([name, current]) => name !== field ? [[name, current] as const] : value === undefined ? [] : [[name, value] as const])
+    baseFields.flatMap(([name, current]) =>
+      name !== field ? [[name, current] as const] : value === undefined ? [] : [[name, value] as const]
+    )
 
   const classes: Array<ValueClass> = []
   for (const [field, node] of Object.entries(properties)) {
@@ -230,7 +269,13 @@ export const deriveClasses = (schema: Schema.Top, options: DeriveOptions): Reado
       })
     }
     if (required.includes(field) && options.location === "body") {
-      classes.push({ field, name: "missing", description: `${field} is missing`, standing: "invalid", requests: [replacing(field, undefined)] })
+      classes.push({
+        field,
+        name: "missing",
+        description: `${field} is missing`,
+        standing: "invalid",
+        requests: [replacing(field, undefined)]
+      })
     }
   }
   if (options.location === "body") {
@@ -247,13 +292,18 @@ export const deriveClasses = (schema: Schema.Top, options: DeriveOptions): Reado
     if (options.closed === true) {
       const known = Object.keys(properties)
       // An unknown field, and one that differs from a known field only in case (a typo a lenient parser forgives).
-      const nearName = known.map((name) => name.slice(0, -2) + name.slice(-2).toUpperCase()).find((name) => !known.includes(name))
+      const nearName = known.map((name) => name.slice(0, -2) + name.slice(-2).toUpperCase()).find((name) =>
+        !known.includes(name)
+      )
       classes.push({
         field: "body",
         name: "unknown-field",
         description: "the body has an unknown field",
         standing: "invalid",
-        requests: [[...baseFields, ["conformanceUnknown", "1"]], ...(nearName === undefined ? [] : [[...baseFields, [nearName, "1"] as const]])]
+        requests: [
+          [...baseFields, ["conformanceUnknown", "1"]],
+          ...(nearName === undefined ? [] : [[...baseFields, [nearName, "1"] as const]])
+        ]
       })
     }
   }
@@ -264,4 +314,5 @@ export const deriveClasses = (schema: Schema.Top, options: DeriveOptions): Reado
 export const bodyText = (fields: Fields) => `{${fields.map(([name, value]) => `${json(name)}:${value}`).join(",")}}`
 
 /** A query string (without `?`), from its fields' texts. */
-export const queryText = (fields: Fields) => fields.map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join("&")
+export const queryText = (fields: Fields) =>
+  fields.map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join("&")

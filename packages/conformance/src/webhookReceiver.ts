@@ -71,7 +71,9 @@ export const startReceiver = async (
         json = undefined
       }
       const headers = Object.fromEntries(
-        Object.entries(request.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(", ") : value ?? ""])
+        Object.entries(request.headers).map((
+          [name, value]
+        ) => [name, Array.isArray(value) ? value.join(", ") : value ?? ""])
       )
       if (deliveries.length < MAX_DELIVERIES) deliveries.push({ headers, body, json, answered: status })
       response.writeHead(status).end()

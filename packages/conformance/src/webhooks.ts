@@ -37,7 +37,8 @@ const POLICY_HINT = "a deployment refuses http:// URLs and loopback or private a
   "them (this implementation: WEBHOOK_ALLOW_HTTP=true, WEBHOOK_ALLOW_PRIVATE_ADDRESSES=true); otherwise give " +
   "--webhook-public-url, an https URL on a public address that forwards to --webhook-listen"
 
-const isType = (type: string) => (delivery: Delivery) => (delivery.json as { type?: unknown } | undefined)?.type === type
+const isType = (type: string) => (delivery: Delivery) =>
+  (delivery.json as { type?: unknown } | undefined)?.type === type
 const dataOf = (delivery: Delivery) => (delivery.json as { data?: Record<string, unknown> } | undefined)?.data
 
 export const webhooksPhase = (
@@ -51,13 +52,17 @@ export const webhooksPhase = (
   Effect.gen(function*() {
     const key = run.generalKey
     const listen = parseListen(options?.listen ?? "127.0.0.1:0")
-    const hasEndpoints = document.paths?.some((path) => path === "/webhooks/endpoints" || path.endsWith("/v1/webhooks/endpoints")) ?? false
+    const hasEndpoints = document.paths?.some((path) =>
+      path === "/webhooks/endpoints" || path.endsWith("/v1/webhooks/endpoints")
+    ) ?? false
     const unavailable: CheckSkipped | undefined = options === undefined
       ? skipped("webhooks are checked with --webhooks (a receiver the deployment can reach: see --webhook-listen)")
       : listen === undefined
       ? skipped(`--webhook-listen takes host:port, such as 0.0.0.0:8099, not "${options.listen}"`)
       : document.paths === undefined
-      ? skipped("no OpenAPI document of the deployment: the webhooks checks run only when it describes /webhooks/endpoints")
+      ? skipped(
+        "no OpenAPI document of the deployment: the webhooks checks run only when it describes /webhooks/endpoints"
+      )
       : !hasEndpoints
       ? skipped("the deployment's OpenAPI document has no /webhooks/endpoints: the spec shows no webhooks")
       : key === undefined
@@ -96,9 +101,11 @@ export const webhooksPhase = (
         yield* expectStatus(exchange, 201)
         return yield* decodeBody(SpecPet, exchange, "a Pet")
       })
-    const ofPet = (name: string) => (delivery: Delivery) => isType("pet.created")(delivery) && delivery.body.includes(JSON.stringify(name))
+    const ofPet = (name: string) => (delivery: Delivery) =>
+      isType("pet.created")(delivery) && delivery.body.includes(JSON.stringify(name))
     /** How the receiver recognises a delivery of that pet's creation as it arrives, to answer it. */
-    const petBody = (name: string) => (body: string) => body.includes("\"pet.created\"") && body.includes(JSON.stringify(name))
+    const petBody = (name: string) => (body: string) =>
+      body.includes("\"pet.created\"") && body.includes(JSON.stringify(name))
 
     // The events the checks look at: a pet created (whose first delivery is answered 500), an order of it placed and cancelled.
     const firstName = run.petName()
@@ -112,7 +119,11 @@ export const webhooksPhase = (
           yield* expectStatus(placed, 201)
           const orderId = (placed.json as { readonly id?: unknown }).id
           if (typeof orderId !== "number") {
-            return yield* new CheckFailed({ request: `POST ${run.baseUrl}/store/orders`, expected: "an Order with an id", received: describeResponse(placed) })
+            return yield* new CheckFailed({
+              request: `POST ${run.baseUrl}/store/orders`,
+              expected: "an Order with an id",
+              received: describeResponse(placed)
+            })
           }
           yield* expectStatus(yield* send("POST", `/store/orders/${orderId}/cancel`), 200)
           return { petId: pet.id, orderId }
@@ -120,7 +131,8 @@ export const webhooksPhase = (
       }
       return yield* caused
     })
-    const ofOrder = (type: string, orderId: number) => (delivery: Delivery) => isType(type)(delivery) && dataOf(delivery)?.id === orderId
+    const ofOrder = (type: string, orderId: number) => (delivery: Delivery) =>
+      isType(type)(delivery) && dataOf(delivery)?.id === orderId
     /** One delivery of each event caused, the first of each that the receiver answered 2xx. */
     const theDeliveries = Effect.gen(function*() {
       const { orderId } = yield* cause
@@ -129,10 +141,15 @@ export const webhooksPhase = (
         ["order.placed", ofOrder("order.placed", orderId)],
         ["order.cancelled", ofOrder("order.cancelled", orderId)]
       ] as const
-      return yield* awaitDeliveries(`a delivery of each of ${wanted.map(([type]) => type).join(", ")} (the pet ${firstName}, order ${orderId})`, (deliveries) => {
-        const found = wanted.map(([, matches]) => deliveries.find((delivery) => matches(delivery) && delivery.answered < 300))
-        return found.every((delivery) => delivery !== undefined) ? found as ReadonlyArray<Delivery> : undefined
-      })
+      return yield* awaitDeliveries(
+        `a delivery of each of ${wanted.map(([type]) => type).join(", ")} (the pet ${firstName}, order ${orderId})`,
+        (deliveries) => {
+          const found = wanted.map(([, matches]) =>
+            deliveries.find((delivery) => matches(delivery) && delivery.answered < 300)
+          )
+          return found.every((delivery) => delivery !== undefined) ? found as ReadonlyArray<Delivery> : undefined
+        }
+      )
     })
     const failedDelivery = (delivery: Delivery, expected: string, received: string) =>
       new CheckFailed({ request: `a delivery to ${receiver!.url}: ${delivery.body.slice(0, 300)}`, expected, received })
@@ -176,128 +193,214 @@ export const webhooksPhase = (
       name: WEBHOOKS_PHASE,
       after: [GENERAL_PHASE, STORE_PHASE, EVENTS_PHASE],
       checks: [
-        check("webhooks.register", "POST /webhooks/endpoints registers the run's receiver: 201 with an id and a whsec_ secret", Effect.gen(function*() {
-          receiver = yield* Effect.tryPromise({
-            try: () => startReceiver(listen!, options?.publicUrl, run.runId),
-            catch: (error) => new CheckFailed({
-              expected: `a receiver listening on ${options?.listen ?? "127.0.0.1:0"}`,
-              received: `cannot listen there: ${error instanceof Error ? error.message : String(error)}`
+        check(
+          "webhooks.register",
+          "POST /webhooks/endpoints registers the run's receiver: 201 with an id and a whsec_ secret",
+          Effect.gen(function*() {
+            receiver = yield* Effect.tryPromise({
+              try: () => startReceiver(listen!, options?.publicUrl, run.runId),
+              catch: (error) =>
+                new CheckFailed({
+                  expected: `a receiver listening on ${options?.listen ?? "127.0.0.1:0"}`,
+                  received: `cannot listen there: ${error instanceof Error ? error.message : String(error)}`
+                })
             })
-          })
-          const exchange = yield* send("POST", "/webhooks/endpoints", {
-            url: receiver.url,
-            eventTypes: ["pet.created", "order.placed", "order.cancelled"],
-            description: `petstore-conformance run ${run.runId}`
-          })
-          if (exchange.status === 400) {
-            return yield* new CheckFailed({
-              request: `POST ${run.baseUrl}/webhooks/endpoints with the url ${receiver.url}`,
-              expected: "201: the receiver registered",
-              received: `${describeResponse(exchange)}. If that is the deployment's URL policy: ${POLICY_HINT}`
+            const exchange = yield* send("POST", "/webhooks/endpoints", {
+              url: receiver.url,
+              eventTypes: ["pet.created", "order.placed", "order.cancelled"],
+              description: `petstore-conformance run ${run.runId}`
             })
-          }
-          yield* expectStatus(exchange, 201)
-          const created = exchange.json as { readonly id?: unknown; readonly secret?: unknown }
-          if (typeof created.id !== "string" || typeof created.secret !== "string" || !/^whsec_[A-Za-z0-9+/=]+$/.test(created.secret)) {
-            // Not the body: it may hold the secret.
-            return yield* new CheckFailed({
-              request: `POST ${run.baseUrl}/webhooks/endpoints`,
-              expected: "an endpoint with an id and its signing secret whsec_…",
-              received: `fields ${Object.keys(created ?? {}).join(", ")}`
-            })
-          }
-          run.hideSecret?.(created.secret)
-          endpoint = { id: created.id, secret: created.secret }
-        })),
-        check("webhooks.headers", "deliveries carry webhook-id, webhook-timestamp (Unix seconds, near now) and webhook-signature (v1,…), as JSON", Effect.gen(function*() {
-          for (const delivery of yield* theDeliveries) {
-            const { "webhook-id": id, "webhook-timestamp": timestamp, "webhook-signature": signature } = delivery.headers
-            const shown = `webhook-id: ${id ?? "(none)"}, webhook-timestamp: ${timestamp ?? "(none)"}, webhook-signature: ${signature === undefined ? "(none)" : signature.slice(0, 12) + "…"}, content-type: ${delivery.headers["content-type"] ?? "(none)"}`
-            const ok = id !== undefined && /^[\x21-\x7e]{1,256}$/.test(id) &&
-              timestamp !== undefined && /^\d{1,12}$/.test(timestamp) &&
-              Math.abs(Date.now() / 1000 - Number(timestamp)) <= TIMESTAMP_TOLERANCE_SECONDS &&
-              signature !== undefined && signature.split(" ").some((part) => /^v1,[A-Za-z0-9+/]+=*$/.test(part)) &&
-              /^application\/json\s*(;|$)/i.test(delivery.headers["content-type"] ?? "")
-            if (!ok) {
-              return yield* failedDelivery(delivery, "the three Standard Webhooks headers, the timestamp within 5 minutes of now, and Content-Type: application/json", shown)
-            }
-          }
-        })),
-        check("webhooks.signature", "each delivery's webhook-signature is the v1 HMAC-SHA256 of id.timestamp.body with the endpoint's secret", Effect.gen(function*() {
-          for (const delivery of yield* theDeliveries) {
-            const { "webhook-id": id = "", "webhook-timestamp": timestamp = "", "webhook-signature": signatures = "" } = delivery.headers
-            const expected = signWebhook(endpoint!.secret, id, Number(timestamp), delivery.body)
-            if (!signatures.split(" ").includes(expected)) {
-              return yield* failedDelivery(delivery, "a v1 signature, with the secret the registration gave, of webhook-id.webhook-timestamp.body", `webhook-signature: ${signatures.split(" ").map((part) => part.slice(0, 12) + "…").join(" ") || "(none)"}`)
-            }
-          }
-        })),
-        check("webhooks.payloads", "each delivery's body is valid against the document's webhooks, its event's id is webhook-id, and data is the object changed", Effect.gen(function*() {
-          const { petId, orderId } = yield* cause
-          const deliveries = yield* theDeliveries
-          for (const [delivery, type, id, status] of [
-            [deliveries[0]!, "pet.created", petId, "available"],
-            [deliveries[1]!, "order.placed", orderId, "placed"],
-            [deliveries[2]!, "order.cancelled", orderId, "cancelled"]
-          ] as const) {
-            const problem = document.webhookPayload === undefined ? "undescribed" : document.webhookPayload(type, delivery.json)
-            if (problem === "undescribed") return yield* failedDelivery(delivery, `the document's webhooks to describe ${type}`, "it does not")
-            if (problem !== undefined) return yield* failedDelivery(delivery, `a ${type} body as the document's webhooks say`, problem)
-            const event = delivery.json as { readonly id?: unknown }
-            if (event.id !== delivery.headers["webhook-id"]) {
-              return yield* failedDelivery(delivery, "the event's id as webhook-id", `webhook-id: ${delivery.headers["webhook-id"]}, id: ${JSON.stringify(event.id)}`)
-            }
-            const data = dataOf(delivery)
-            if (data?.id !== id || data?.status !== status) {
-              return yield* failedDelivery(delivery, `data: the ${type.split(".")[0]} ${id} with status ${status}`, `data: ${JSON.stringify(data)}`)
-            }
-          }
-        })),
-        check("webhooks.retry-same-id", "a delivery answered 500 is retried with the same webhook-id", Effect.gen(function*() {
-          yield* cause
-          const attempts = yield* awaitDeliveries(`a retry of the delivery of the pet ${firstName}, which the receiver answered 500`, (deliveries) => {
-            const ofThePet = deliveries.filter(ofPet(firstName))
-            return ofThePet.length >= 2 ? ofThePet : undefined
-          })
-          const ids = attempts.map((delivery) => delivery.headers["webhook-id"])
-          if (new Set(ids).size !== 1) {
-            return yield* failedDelivery(attempts[1]!, "the same webhook-id on every attempt of one event", `webhook-ids ${ids.join(", ")}`)
-          }
-        })),
-        check("webhooks.gone-disables", "a delivery answered 410 Gone disables the endpoint (enabled: false)", Effect.gen(function*() {
-          const name = run.petName()
-          receiver!.answer(petBody(name), 410)
-          yield* createPet(name)
-          yield* awaitDeliveries(`a delivery of the pet ${name}, which the receiver answers 410`, (deliveries) => deliveries.find(ofPet(name)))
-          const deadline = Date.now() + HANG_GUARD_MILLIS
-          while (true) {
-            const exchange = yield* send("GET", `/webhooks/endpoints/${endpoint!.id}`)
-            yield* expectStatus(exchange, 200)
-            if ((exchange.json as { enabled?: unknown }).enabled === false) return
-            if (Date.now() > deadline) {
+            if (exchange.status === 400) {
               return yield* new CheckFailed({
-                request: `GET ${run.baseUrl}/webhooks/endpoints/${endpoint!.id}`,
-                expected: `within ${HANG_GUARD_MILLIS / 1000} s of the 410, enabled: false`,
-                received: describeResponse(exchange)
+                request: `POST ${run.baseUrl}/webhooks/endpoints with the url ${receiver.url}`,
+                expected: "201: the receiver registered",
+                received: `${describeResponse(exchange)}. If that is the deployment's URL policy: ${POLICY_HINT}`
               })
             }
-            yield* Effect.sleep(500)
-          }
-        })),
-        check("webhooks.events-catch-up", "GET /events lists every delivered event by its webhook-id, and the events missed while disabled", Effect.gen(function*() {
-          const delivered = (yield* theDeliveries).map((delivery) => delivery.headers["webhook-id"])
-          // Created after webhooks.gone-disables, whose endpoint no longer receives it: the list must have it.
-          const name = run.petName()
-          yield* createPet(name)
-          yield* awaitListed(`the events delivered (${delivered.join(", ")}) and the pet.created of ${name}`, (events) =>
-            delivered.every((id) => events.some((event) => event.id === id)) &&
-            events.some((event) => event.type === "pet.created" && (event.data as { name?: unknown } | undefined)?.name === name))
-        })),
-        check("webhooks.delete", "DELETE /webhooks/endpoints/{id}: 204, then the endpoint is 404", Effect.gen(function*() {
-          yield* expectStatus(yield* send("DELETE", `/webhooks/endpoints/${endpoint!.id}`), 204)
-          deleted = true
-          yield* expectStatus(yield* send("GET", `/webhooks/endpoints/${endpoint!.id}`), 404)
-        }))
+            yield* expectStatus(exchange, 201)
+            const created = exchange.json as { readonly id?: unknown; readonly secret?: unknown }
+            if (
+              typeof created.id !== "string" || typeof created.secret !== "string" ||
+              !/^whsec_[A-Za-z0-9+/=]+$/.test(created.secret)
+            ) {
+              // Not the body: it may hold the secret.
+              return yield* new CheckFailed({
+                request: `POST ${run.baseUrl}/webhooks/endpoints`,
+                expected: "an endpoint with an id and its signing secret whsec_…",
+                received: `fields ${Object.keys(created ?? {}).join(", ")}`
+              })
+            }
+            run.hideSecret?.(created.secret)
+            endpoint = { id: created.id, secret: created.secret }
+          })
+        ),
+        check(
+          "webhooks.headers",
+          "deliveries carry webhook-id, webhook-timestamp (Unix seconds, near now) and webhook-signature (v1,…), as JSON",
+          Effect.gen(function*() {
+            for (const delivery of yield* theDeliveries) {
+              const { "webhook-id": id, "webhook-timestamp": timestamp, "webhook-signature": signature } =
+                delivery.headers
+              const shown = `webhook-id: ${id ?? "(none)"}, webhook-timestamp: ${
+                timestamp ?? "(none)"
+              }, webhook-signature: ${
+                signature === undefined ? "(none)" : signature.slice(0, 12) + "…"
+              }, content-type: ${delivery.headers["content-type"] ?? "(none)"}`
+              const ok = id !== undefined && /^[\x21-\x7e]{1,256}$/.test(id) &&
+                timestamp !== undefined && /^\d{1,12}$/.test(timestamp) &&
+                Math.abs(Date.now() / 1000 - Number(timestamp)) <= TIMESTAMP_TOLERANCE_SECONDS &&
+                signature !== undefined && signature.split(" ").some((part) => /^v1,[A-Za-z0-9+/]+=*$/.test(part)) &&
+                /^application\/json\s*(;|$)/i.test(delivery.headers["content-type"] ?? "")
+              if (!ok) {
+                return yield* failedDelivery(
+                  delivery,
+                  "the three Standard Webhooks headers, the timestamp within 5 minutes of now, and Content-Type: application/json",
+                  shown
+                )
+              }
+            }
+          })
+        ),
+        check(
+          "webhooks.signature",
+          "each delivery's webhook-signature is the v1 HMAC-SHA256 of id.timestamp.body with the endpoint's secret",
+          Effect.gen(function*() {
+            for (const delivery of yield* theDeliveries) {
+              const {
+                "webhook-id": id = "",
+                "webhook-timestamp": timestamp = "",
+                "webhook-signature": signatures = ""
+              } = delivery.headers
+              const expected = signWebhook(endpoint!.secret, id, Number(timestamp), delivery.body)
+              if (!signatures.split(" ").includes(expected)) {
+                return yield* failedDelivery(
+                  delivery,
+                  "a v1 signature, with the secret the registration gave, of webhook-id.webhook-timestamp.body",
+                  `webhook-signature: ${
+                    signatures.split(" ").map((part) => part.slice(0, 12) + "…").join(" ") || "(none)"
+                  }`
+                )
+              }
+            }
+          })
+        ),
+        check(
+          "webhooks.payloads",
+          "each delivery's body is valid against the document's webhooks, its event's id is webhook-id, and data is the object changed",
+          Effect.gen(function*() {
+            const { petId, orderId } = yield* cause
+            const deliveries = yield* theDeliveries
+            for (
+              const [delivery, type, id, status] of [
+                [deliveries[0]!, "pet.created", petId, "available"],
+                [deliveries[1]!, "order.placed", orderId, "placed"],
+                [deliveries[2]!, "order.cancelled", orderId, "cancelled"]
+              ] as const
+            ) {
+              const problem = document.webhookPayload === undefined
+                ? "undescribed"
+                : document.webhookPayload(type, delivery.json)
+              if (problem === "undescribed") {
+                return yield* failedDelivery(delivery, `the document's webhooks to describe ${type}`, "it does not")
+              }
+              if (problem !== undefined) {
+                return yield* failedDelivery(delivery, `a ${type} body as the document's webhooks say`, problem)
+              }
+              const event = delivery.json as { readonly id?: unknown }
+              if (event.id !== delivery.headers["webhook-id"]) {
+                return yield* failedDelivery(
+                  delivery,
+                  "the event's id as webhook-id",
+                  `webhook-id: ${delivery.headers["webhook-id"]}, id: ${JSON.stringify(event.id)}`
+                )
+              }
+              const data = dataOf(delivery)
+              if (data?.id !== id || data?.status !== status) {
+                return yield* failedDelivery(
+                  delivery,
+                  `data: the ${type.split(".")[0]} ${id} with status ${status}`,
+                  `data: ${JSON.stringify(data)}`
+                )
+              }
+            }
+          })
+        ),
+        check(
+          "webhooks.retry-same-id",
+          "a delivery answered 500 is retried with the same webhook-id",
+          Effect.gen(function*() {
+            yield* cause
+            const attempts = yield* awaitDeliveries(
+              `a retry of the delivery of the pet ${firstName}, which the receiver answered 500`,
+              (deliveries) => {
+                const ofThePet = deliveries.filter(ofPet(firstName))
+                return ofThePet.length >= 2 ? ofThePet : undefined
+              }
+            )
+            const ids = attempts.map((delivery) => delivery.headers["webhook-id"])
+            if (new Set(ids).size !== 1) {
+              return yield* failedDelivery(
+                attempts[1]!,
+                "the same webhook-id on every attempt of one event",
+                `webhook-ids ${ids.join(", ")}`
+              )
+            }
+          })
+        ),
+        check(
+          "webhooks.gone-disables",
+          "a delivery answered 410 Gone disables the endpoint (enabled: false)",
+          Effect.gen(function*() {
+            const name = run.petName()
+            receiver!.answer(petBody(name), 410)
+            yield* createPet(name)
+            yield* awaitDeliveries(
+              `a delivery of the pet ${name}, which the receiver answers 410`,
+              (deliveries) => deliveries.find(ofPet(name))
+            )
+            const deadline = Date.now() + HANG_GUARD_MILLIS
+            while (true) {
+              const exchange = yield* send("GET", `/webhooks/endpoints/${endpoint!.id}`)
+              yield* expectStatus(exchange, 200)
+              if ((exchange.json as { enabled?: unknown }).enabled === false) return
+              if (Date.now() > deadline) {
+                return yield* new CheckFailed({
+                  request: `GET ${run.baseUrl}/webhooks/endpoints/${endpoint!.id}`,
+                  expected: `within ${HANG_GUARD_MILLIS / 1000} s of the 410, enabled: false`,
+                  received: describeResponse(exchange)
+                })
+              }
+              yield* Effect.sleep(500)
+            }
+          })
+        ),
+        check(
+          "webhooks.events-catch-up",
+          "GET /events lists every delivered event by its webhook-id, and the events missed while disabled",
+          Effect.gen(function*() {
+            const delivered = (yield* theDeliveries).map((delivery) => delivery.headers["webhook-id"])
+            // Created after webhooks.gone-disables, whose endpoint no longer receives it: the list must have it.
+            const name = run.petName()
+            yield* createPet(name)
+            yield* awaitListed(
+              `the events delivered (${delivered.join(", ")}) and the pet.created of ${name}`,
+              (events) =>
+                delivered.every((id) => events.some((event) => event.id === id)) &&
+                events.some((event) =>
+                  event.type === "pet.created" && (event.data as { name?: unknown } | undefined)?.name === name
+                )
+            )
+          })
+        ),
+        check(
+          "webhooks.delete",
+          "DELETE /webhooks/endpoints/{id}: 204, then the endpoint is 404",
+          Effect.gen(function*() {
+            yield* expectStatus(yield* send("DELETE", `/webhooks/endpoints/${endpoint!.id}`), 204)
+            deleted = true
+            yield* expectStatus(yield* send("GET", `/webhooks/endpoints/${endpoint!.id}`), 404)
+          })
+        )
       ]
     }
 

@@ -65,7 +65,18 @@ describe("the command line", () => {
     const junit = join(reports, "ok.xml")
     const json = join(reports, "ok.json")
     const outcome = await conformance(
-      ["--base-url", baseUrl, "--keys-file", keysFile(["# QA's keys", "", `pro=${keys.pro[0]}`]), "--grep", "listPets", "--junit", junit, "--json", json]
+      [
+        "--base-url",
+        baseUrl,
+        "--keys-file",
+        keysFile(["# QA's keys", "", `pro=${keys.pro[0]}`]),
+        "--grep",
+        "listPets",
+        "--junit",
+        junit,
+        "--json",
+        json
+      ]
     )
     expect(outcome.code, outcome.stderr).toBe(0)
     expect(lastLine(outcome.stdout)).toMatch(/^\d+ passed, 0 failed, 0 skipped$/)
@@ -107,7 +118,14 @@ describe("the command line", () => {
 
   it("still takes keys as --key PLAN=KEY", async () => {
     const { baseUrl, keys } = await fixture()
-    const outcome = await conformance(["--base-url", baseUrl, "--key", `free=${keys.free[0]}`, "--grep", "limit=1 returns"])
+    const outcome = await conformance([
+      "--base-url",
+      baseUrl,
+      "--key",
+      `free=${keys.free[0]}`,
+      "--grep",
+      "limit=1 returns"
+    ])
     expect(outcome.code, outcome.stderr).toBe(0)
     expect(lastLine(outcome.stdout)).toBe("1 passed, 0 failed, 0 skipped")
   })
@@ -115,10 +133,19 @@ describe("the command line", () => {
   it("takes the staff key as staff=KEY in the keys file or CONFORMANCE_KEY_STAFF, never printing it", async () => {
     const { baseUrl, keys, staffKeys } = await fixture()
     const fromFile = await conformance(
-      ["--base-url", baseUrl, "--keys-file", keysFile([`pro=${keys.pro[0]}`, `free=${keys.free[0]}`, `staff=${staffKeys[0]}`]), "--grep", "store.deliver"]
+      [
+        "--base-url",
+        baseUrl,
+        "--keys-file",
+        keysFile([`pro=${keys.pro[0]}`, `free=${keys.free[0]}`, `staff=${staffKeys[0]}`]),
+        "--grep",
+        "store.deliver"
+      ]
     )
     expect(fromFile.code, fromFile.stdout + fromFile.stderr).toBe(0)
-    expect(fromFile.stdout).toContain("PASS  extension deliverOrder with a staff key: the order becomes delivered and its pet sold [store.deliver]")
+    expect(fromFile.stdout).toContain(
+      "PASS  extension deliverOrder with a staff key: the order becomes delivered and its pet sold [store.deliver]"
+    )
     expect(lastLine(fromFile.stdout)).toBe("2 passed, 0 failed, 0 skipped")
     const fromEnvironment = await conformance(["--base-url", baseUrl, "--grep", "store.delete"], {
       CONFORMANCE_KEY_PRO: keys.pro[1]!,
@@ -133,7 +160,9 @@ describe("the command line", () => {
 
   it("skips the staff checks without a staff key, saying how to give one", async () => {
     const { baseUrl, keys } = await fixture()
-    const outcome = await conformance(["--base-url", baseUrl, "--grep", "store.deliver"], { CONFORMANCE_KEY_PRO: keys.pro[0]! })
+    const outcome = await conformance(["--base-url", baseUrl, "--grep", "store.deliver"], {
+      CONFORMANCE_KEY_PRO: keys.pro[0]!
+    })
     expect(outcome.code, outcome.stderr).toBe(0)
     expect(outcome.stdout).toContain(
       "SKIP  extension deliverOrder with a staff key: the order becomes delivered and its pet sold [store.deliver]: needs a staff key: " +
@@ -144,10 +173,20 @@ describe("the command line", () => {
   it("exits 2 for a refused staff key or two staff keys, showing each by its last four characters", async () => {
     const { baseUrl, keys, staffKeys } = await fixture()
     const revoked = "fx_staff_revoked_key_7q6w"
-    const refused = await conformance(["--base-url", baseUrl, "--keys-file", keysFile([`pro=${keys.pro[0]}`, `staff=${revoked}`])])
+    const refused = await conformance([
+      "--base-url",
+      baseUrl,
+      "--keys-file",
+      keysFile([`pro=${keys.pro[0]}`, `staff=${revoked}`])
+    ])
     expect(refused.code).toBe(2)
     expect(refused.stderr).toContain("the service refused a key: staff key (…7q6w) got 401")
-    const twice = await conformance(["--base-url", baseUrl, "--keys-file", keysFile([`pro=${keys.pro[0]}`, ...staffKeys.map((key) => `staff=${key}`)])])
+    const twice = await conformance([
+      "--base-url",
+      baseUrl,
+      "--keys-file",
+      keysFile([`pro=${keys.pro[0]}`, ...staffKeys.map((key) => `staff=${key}`)])
+    ])
     expect(twice.code).toBe(2)
     expect(twice.stderr).toContain("2 staff keys given: give one")
     expectNoKeyIn(refused, [revoked, keys.pro[0]!])
@@ -167,7 +206,12 @@ describe("the command line", () => {
   it("checks every key before any check, and exits 2 naming the plan and the last four characters of each refused one", async () => {
     const { baseUrl, keys } = await fixture()
     const revoked = "fx_pro_revoked_key_9z8y"
-    const outcome = await conformance(["--base-url", baseUrl, "--keys-file", keysFile([`free=${keys.free[0]}`, `pro=${keys.pro[0]}`, `pro=${revoked}`])])
+    const outcome = await conformance([
+      "--base-url",
+      baseUrl,
+      "--keys-file",
+      keysFile([`free=${keys.free[0]}`, `pro=${keys.pro[0]}`, `pro=${revoked}`])
+    ])
     expect(outcome.code).toBe(2)
     expect(outcome.stdout).toBe("")
     expect(outcome.stderr).toContain("the service refused a key: pro key 2 (…9z8y) got 401")
@@ -176,7 +220,12 @@ describe("the command line", () => {
 
   it("exits 2 for a key given twice", async () => {
     const { baseUrl, keys } = await fixture()
-    const outcome = await conformance(["--base-url", baseUrl, "--keys-file", keysFile([`free=${keys.free[0]}`, `free=${keys.free[0]}`])])
+    const outcome = await conformance([
+      "--base-url",
+      baseUrl,
+      "--keys-file",
+      keysFile([`free=${keys.free[0]}`, `free=${keys.free[0]}`])
+    ])
     expect(outcome.code).toBe(2)
     expect(outcome.stderr).toContain("free key 2 (…")
     expect(outcome.stderr).toContain("is the same key as free key 1")
@@ -185,9 +234,16 @@ describe("the command line", () => {
 
   it("exits 2 for a keys file line that is not PLAN=KEY, naming the line and never its key", async () => {
     const secret = "psk_a_secret_that_lost_its_plan_1234"
-    const outcome = await conformance(["--base-url", "http://127.0.0.1:1/v1", "--keys-file", keysFile(["# keys", secret])])
+    const outcome = await conformance([
+      "--base-url",
+      "http://127.0.0.1:1/v1",
+      "--keys-file",
+      keysFile(["# keys", secret])
+    ])
     expect(outcome.code).toBe(2)
-    expect(outcome.stderr).toMatch(/keys-\d+\.txt line 2 is not PLAN=KEY: each line is PLAN=KEY with PLAN one of free, pro, business, enterprise/)
+    expect(outcome.stderr).toMatch(
+      /keys-\d+\.txt line 2 is not PLAN=KEY: each line is PLAN=KEY with PLAN one of free, pro, business, enterprise/
+    )
     expectNoKeyIn(outcome, [secret])
   })
 
@@ -212,7 +268,10 @@ describe("the command line", () => {
   it("checks webhooks with --webhooks on a --webhook-listen address, and exits 2 for one that is not HOST:PORT", async () => {
     const { baseUrl, keys } = await fixture()
     const env = { CONFORMANCE_KEY_PRO: keys.pro[0]! }
-    const outcome = await conformance(["--base-url", baseUrl, "--grep", "webhooks.", "--webhook-listen", "127.0.0.1:0"], env)
+    const outcome = await conformance(
+      ["--base-url", baseUrl, "--grep", "webhooks.", "--webhook-listen", "127.0.0.1:0"],
+      env
+    )
     expect(outcome.code, outcome.stdout).toBe(0)
     expect(lastLine(outcome.stdout)).toBe("8 passed, 0 failed, 0 skipped")
     const without = await conformance(["--base-url", baseUrl, "--grep", "webhooks.register"], env)
@@ -228,7 +287,9 @@ describe("the command line", () => {
 
   it("runs only the spec's checks with --only spec", async () => {
     const { baseUrl, keys } = await fixture("no-405")
-    const outcome = await conformance(["--base-url", baseUrl, "--only", "spec", "--grep", "create"], { CONFORMANCE_KEY_PRO: keys.pro[0]! })
+    const outcome = await conformance(["--base-url", baseUrl, "--only", "spec", "--grep", "create"], {
+      CONFORMANCE_KEY_PRO: keys.pro[0]!
+    })
     expect(outcome.code, outcome.stdout).toBe(0)
     expect(outcome.stdout).not.toContain("extension")
   })
@@ -242,7 +303,9 @@ describe("the command line", () => {
     )
     expect(outcome.code, outcome.stderr).toBe(1)
     expect(outcome.stderr).toContain("fuzz: seed 4242 (replay this run's generated requests with --seed 4242)")
-    expect(outcome.stdout).toMatch(/request: {2}curl -i --globoff -X PUT '[^']+' -H "Authorization: Bearer \$CONFORMANCE_KEY" -H 'accept: application\/json'\n/)
+    expect(outcome.stdout).toMatch(
+      /request: {2}curl -i --globoff -X PUT '[^']+' -H "Authorization: Bearer \$CONFORMANCE_KEY" -H 'accept: application\/json'\n/
+    )
     expect(outcome.stderr).toContain(`HTML report written to ${html}`)
     const page = readFileSync(html, "utf8")
     expect(page).toContain("seed 4242 (replay with --seed 4242)")
@@ -292,8 +355,12 @@ describe("the command line", () => {
 
   it("exits 2 when the base URL does not answer", async () => {
     const port = await freePort()
-    const outcome = await conformance(["--base-url", `http://127.0.0.1:${port}/v1`], { CONFORMANCE_KEY_FREE: "fx_free_never_sent_0000" })
+    const outcome = await conformance(["--base-url", `http://127.0.0.1:${port}/v1`], {
+      CONFORMANCE_KEY_FREE: "fx_free_never_sent_0000"
+    })
     expect(outcome.code).toBe(2)
-    expect(outcome.stderr).toContain(`cannot reach http://127.0.0.1:${port}/v1: the connection was refused: nothing listens there (ECONNREFUSED)`)
+    expect(outcome.stderr).toContain(
+      `cannot reach http://127.0.0.1:${port}/v1: the connection was refused: nothing listens there (ECONNREFUSED)`
+    )
   })
 })

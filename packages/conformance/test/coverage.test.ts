@@ -20,10 +20,13 @@ const PLACEHOLDERS: Record<string, ReadonlyArray<string>> = {
 /** `<plan>.burst` is four check ids, `auth.<operation>.missing` three. */
 const expand = (id: string): ReadonlyArray<string> => {
   const placeholder = Object.keys(PLACEHOLDERS).find((name) => id.includes(name))
-  return placeholder === undefined ? [id] : PLACEHOLDERS[placeholder]!.flatMap((value) => expand(id.replace(placeholder, value)))
+  return placeholder === undefined
+    ? [id]
+    : PLACEHOLDERS[placeholder]!.flatMap((value) => expand(id.replace(placeholder, value)))
 }
 
-const namedIn = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match) => match[1]!).filter((name) => /^[\w<>-]+\.[\w<>.-]+$/.test(name))
+const namedIn = (cell: string) =>
+  [...cell.matchAll(/`([^`]+)`/g)].map((match) => match[1]!).filter((name) => /^[\w<>-]+\.[\w<>.-]+$/.test(name))
 
 describe("the README's spec coverage table", () => {
   const checks = Effect.runSync(catalogue)

@@ -8,8 +8,17 @@ import { catchesEach, isAboutWebhooks } from "./support/deviationRuns.ts"
 it("the fixture's webhook sender, undeviated, passes every webhooks check", async () => {
   const fixture = await startFixture()
   try {
-    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: { pro: [fixture.keys.pro[0]!] }, grep: "webhooks.", webhooks: {} })
-    expect(result.results.map((check) => `${check.id} ${check.status}${check.failure === undefined ? "" : ` ${JSON.stringify(check.failure)}`}`))
+    const result = await runSuite({
+      baseUrl: fixture.baseUrl,
+      keys: { pro: [fixture.keys.pro[0]!] },
+      grep: "webhooks.",
+      webhooks: {}
+    })
+    expect(
+      result.results.map((check) =>
+        `${check.id} ${check.status}${check.failure === undefined ? "" : ` ${JSON.stringify(check.failure)}`}`
+      )
+    )
       .toEqual([
         "webhooks.register pass",
         "webhooks.headers pass",

@@ -12,11 +12,14 @@ const start = async (options: Parameters<typeof startFixture>[0] = {}) => {
   return fixture
 }
 
-const DAILY_CHECKS = ["free", "pro", "business", "enterprise"].flatMap((plan) => [`${plan}.daily`, `${plan}.daily-details`])
+const DAILY_CHECKS = ["free", "pro", "business", "enterprise"].flatMap((
+  plan
+) => [`${plan}.daily`, `${plan}.daily-details`])
 
 /** A limited-status check set aside because the window it was to look at had already reopened. */
 const isWindowRace = (check: { readonly id: string; readonly reason?: string | undefined }) =>
-  check.id.endsWith(".limited-status") && (check.reason ?? "").startsWith("the minute window reset between the 429 and this call")
+  check.id.endsWith(".limited-status") &&
+  (check.reason ?? "").startsWith("the minute window reset between the 429 and this call")
 
 describe("the suite against the fault-free fixture", () => {
   it("passes every check with keys of every plan and a staff key, and never sends with a key before its Retry-After has passed", async () => {
@@ -32,8 +35,11 @@ describe("the suite against the fault-free fixture", () => {
     // Only the daily checks wait for --daily. A limited-status check may also be set aside when the fixture's
     // one-second window reopened before it asked (a busy machine): the suite says so, and judges nothing.
     const skips = result.results.filter((check) => check.status === "skip")
-    expect(skips.filter((check) => !DAILY_CHECKS.includes(check.id) && !isWindowRace(check)).map((check) => check.id)).toEqual([])
-    expect(skips.filter((check) => DAILY_CHECKS.includes(check.id)).map((check) => check.id).sort()).toEqual([...DAILY_CHECKS].sort())
+    expect(skips.filter((check) => !DAILY_CHECKS.includes(check.id) && !isWindowRace(check)).map((check) => check.id))
+      .toEqual([])
+    expect(skips.filter((check) => DAILY_CHECKS.includes(check.id)).map((check) => check.id).sort()).toEqual(
+      [...DAILY_CHECKS].sort()
+    )
     expect(result.summary.passed).toBeGreaterThan(80)
     expect(fixture.earlyRetries()).toBe(0)
     for (const plan of ["free", "pro", "business", "enterprise"]) {
@@ -43,17 +49,29 @@ describe("the suite against the fault-free fixture", () => {
 
   it("with --only spec runs only the checks the spec mandates, and they pass", async () => {
     const fixture = await start()
-    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2, pro: 1 }), only: "spec" })
+    const result = await runSuite({
+      baseUrl: fixture.baseUrl,
+      keys: keysOf(fixture, { free: 2, pro: 1 }),
+      only: "spec"
+    })
     expect(failures(result)).toEqual([])
     expect(result.results.every((check) => check.tag === "spec")).toBe(true)
-    expect(idsWith(result, "pass")).toEqual(expect.arrayContaining(["pets.create", "auth.getPet.unknown", "free.burst", "headers.present"]))
+    expect(idsWith(result, "pass")).toEqual(
+      expect.arrayContaining(["pets.create", "auth.getPet.unknown", "free.burst", "headers.present"])
+    )
   })
 
   it("passes --only spec against a server without the README's GET /v1/rate_limit, reading enterprise limits from the headers", async () => {
     const fixture = await start({ rateLimitEndpoint: false })
-    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 1, enterprise: 1 }), only: "spec" })
+    const result = await runSuite({
+      baseUrl: fixture.baseUrl,
+      keys: keysOf(fixture, { free: 1, enterprise: 1 }),
+      only: "spec"
+    })
     expect(failures(result)).toEqual([])
-    expect(idsWith(result, "pass")).toEqual(expect.arrayContaining(["free.burst", "enterprise.limit", "enterprise.burst", "enterprise.recovery"]))
+    expect(idsWith(result, "pass")).toEqual(
+      expect.arrayContaining(["free.burst", "enterprise.limit", "enterprise.burst", "enterprise.recovery"])
+    )
     expect(result.results.find((check) => check.id === "enterprise.daily")?.reason).toContain("daily limit is unknown")
   })
 
@@ -61,7 +79,9 @@ describe("the suite against the fault-free fixture", () => {
     const fixture = await start()
     const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { business: 1 }) })
     expect(failures(result)).toEqual([])
-    expect(idsWith(result, "pass")).toEqual(expect.arrayContaining(["pets.list-limit-100", "business.burst", "business.recovery"]))
+    expect(idsWith(result, "pass")).toEqual(
+      expect.arrayContaining(["pets.list-limit-100", "business.burst", "business.recovery"])
+    )
     expect(fixture.earlyRetries()).toBe(0)
   })
 
@@ -77,7 +97,11 @@ describe("the suite against the fault-free fixture", () => {
 
   it("with --grep runs only the matching checks, and first the checks they build on", async () => {
     const fixture = await start()
-    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2 }), grep: "free.recovery" })
+    const result = await runSuite({
+      baseUrl: fixture.baseUrl,
+      keys: keysOf(fixture, { free: 2 }),
+      grep: "free.recovery"
+    })
     expect(result.results.map((check) => check.id)).toEqual(["free.recovery"])
     expect(result.results[0]!.status).toBe("pass")
     expect(result.summary).toEqual({ passed: 1, failed: 0, skipped: 0 })
@@ -93,7 +117,12 @@ describe("the suite against the fault-free fixture", () => {
         if (++requests === 30) offset += 61_000
       }
     })
-    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2 }), grep: "free.burst", only: "spec" })
+    const result = await runSuite({
+      baseUrl: fixture.baseUrl,
+      keys: keysOf(fixture, { free: 2 }),
+      grep: "free.burst",
+      only: "spec"
+    })
     expect(failures(result)).toEqual([])
     expect(idsWith(result, "pass")).toEqual(["free.burst"])
     expect(fixture.windowsOpened(fixture.keys.free[1]!)).toBe(2)
@@ -109,7 +138,11 @@ describe("the suite against the fault-free fixture", () => {
         if (request.url?.startsWith("/v1/rate_limit") && ++rateLimitCalls === 2) offset += 61_000
       }
     })
-    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2 }), grep: "free.rate-limit-endpoint" })
+    const result = await runSuite({
+      baseUrl: fixture.baseUrl,
+      keys: keysOf(fixture, { free: 2 }),
+      grep: "free.rate-limit-endpoint"
+    })
     expect(failures(result)).toEqual([])
     expect(idsWith(result, "pass")).toEqual(["free.rate-limit-endpoint"])
   })
@@ -122,9 +155,17 @@ describe("the suite against the fault-free fixture", () => {
         if (request.url?.startsWith("/v1/rate_limit")) offset += 61_000
       }
     })
-    const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { free: 2 }), grep: "free.limited-status" })
+    const result = await runSuite({
+      baseUrl: fixture.baseUrl,
+      keys: keysOf(fixture, { free: 2 }),
+      grep: "free.limited-status"
+    })
     expect(failures(result)).toEqual([])
-    expect(result.results[0]).toMatchObject({ id: "free.limited-status", status: "skip", reason: expect.stringContaining("window reset") })
+    expect(result.results[0]).toMatchObject({
+      id: "free.limited-status",
+      status: "skip",
+      reason: expect.stringContaining("window reset")
+    })
   })
 
   it("with --daily paces requests under the minute quota until the daily quota binds", async () => {
@@ -173,7 +214,8 @@ describe("the suite's output", () => {
 describe("runSuite refuses to start", () => {
   it("with Unreachable when nothing answers at the base URL", async () => {
     const port = await freePort()
-    await expect(runSuite({ baseUrl: `http://127.0.0.1:${port}/v1`, keys: { free: ["fx_free_never_sent_0000"] } })).rejects
+    await expect(runSuite({ baseUrl: `http://127.0.0.1:${port}/v1`, keys: { free: ["fx_free_never_sent_0000"] } }))
+      .rejects
       .toBeInstanceOf(Unreachable)
   })
 
@@ -201,7 +243,12 @@ describe("runSuite refuses to start", () => {
       onResult: (check) => checked.push(check.id)
     }).catch((error: unknown) => error)
     expect(error).toBeInstanceOf(InvalidKeys)
-    expect((error as InvalidKeys).refused).toEqual([{ plan: "free", label: "free key 2", lastFour: "…ab12", status: 401 }])
+    expect((error as InvalidKeys).refused).toEqual([{
+      plan: "free",
+      label: "free key 2",
+      lastFour: "…ab12",
+      status: 401
+    }])
     expect(checked).toEqual([])
   })
 

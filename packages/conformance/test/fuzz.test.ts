@@ -6,7 +6,14 @@ import type { Deviation } from "./fixture/deviations.ts"
 import { type FixtureOptions, startFixture } from "./fixture/server.ts"
 import { failures, idsWith } from "./support/keys.ts"
 
-const FUZZ_CHECKS = ["fuzz.valid", "fuzz.invalid", "fuzz.invalid-contract", "fuzz.methods", "fuzz.methods-contract", "fuzz.no-5xx"]
+const FUZZ_CHECKS = [
+  "fuzz.valid",
+  "fuzz.invalid",
+  "fuzz.invalid-contract",
+  "fuzz.methods",
+  "fuzz.methods-contract",
+  "fuzz.no-5xx"
+]
 
 const fixture = async (options: FixtureOptions = {}) => {
   const started = await startFixture({ recoverySeconds: 1, ...options })
@@ -54,19 +61,29 @@ describe("the schema-driven phase", () => {
     const methods = result.results.find((check) => check.id === "fuzz.methods")
     expect(methods?.status).toBe("fail")
     const curl = methods!.failure!.request!
-    expect(curl).toMatch(/^curl .*-X PUT '[^']+\/v1\/pets\/\d+' -H "Authorization: Bearer \$CONFORMANCE_KEY" -H 'accept: application\/json'$/)
+    expect(curl).toMatch(
+      /^curl .*-X PUT '[^']+\/v1\/pets\/\d+' -H "Authorization: Bearer \$CONFORMANCE_KEY" -H 'accept: application\/json'$/
+    )
     expect(JSON.stringify(result)).not.toContain(key)
     expect(methods!.failure!.expected).toContain("--seed 1")
 
     // The fixture is still up until the test ends: the command, as printed, gets the same answer again.
-    const { stdout } = await promisify(execFile)("bash", ["-c", curl], { env: { PATH: process.env.PATH ?? "", CONFORMANCE_KEY: key } })
+    const { stdout } = await promisify(execFile)("bash", ["-c", curl], {
+      env: { PATH: process.env.PATH ?? "", CONFORMANCE_KEY: key }
+    })
     expect(stdout).toMatch(/^HTTP\/1\.1 200 OK/)
   })
 
   it("paces its requests within the key's quota: it waits for the window's reset instead of drawing a 429", async () => {
     const started = await fixture({ minuteSeconds: 2 })
     const key = started.keys.free[0]!
-    const result = await runSuite({ baseUrl: started.baseUrl, keys: { free: [key] }, grep: "fuzz.", fuzz: 100, seed: 3 })
+    const result = await runSuite({
+      baseUrl: started.baseUrl,
+      keys: { free: [key] },
+      grep: "fuzz.",
+      fuzz: 100,
+      seed: 3
+    })
     expect(failures(result)).toEqual([])
     // More requests than the 60 a window admits, spread over windows, none refused.
     expect(result.fuzz?.sent).toBeGreaterThan(60)
@@ -76,7 +93,12 @@ describe("the schema-driven phase", () => {
 
   it("is off with fuzz: 0", async () => {
     const started = await fixture()
-    const result = await runSuite({ baseUrl: started.baseUrl, keys: { pro: [started.keys.pro[0]!] }, grep: "fuzz.", fuzz: 0 })
+    const result = await runSuite({
+      baseUrl: started.baseUrl,
+      keys: { pro: [started.keys.pro[0]!] },
+      grep: "fuzz.",
+      fuzz: 0
+    })
     expect(idsWith(result, "skip")).toEqual(FUZZ_CHECKS)
     expect(result.fuzz).toBeUndefined()
   })

@@ -23,7 +23,10 @@ afterAll(async () => {
 
 /** The installed command, run as a user's shell runs it: by its bin link, with Node from PATH. */
 const installedCli = async (bin: string, args: ReadonlyArray<string>) => {
-  const child = spawn(bin, args, { env: { PATH: process.env.PATH ?? "", NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] })
+  const child = spawn(bin, args, {
+    env: { PATH: process.env.PATH ?? "", NO_COLOR: "1" },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
   let stdout = ""
   let stderr = ""
   child.stdout.on("data", (chunk) => (stdout += chunk))
@@ -48,7 +51,9 @@ describe("the package as users install it", () => {
       cwd: app,
       env: { ...process.env, npm_config_cache: join(work, "npm-cache") }
     })
-    const installed = JSON.parse(readFileSync(join(app, "node_modules", "@petstore", "conformance", "package.json"), "utf8"))
+    const installed = JSON.parse(
+      readFileSync(join(app, "node_modules", "@petstore", "conformance", "package.json"), "utf8")
+    )
     expect(installed.dependencies ?? {}).toEqual({})
     expect(readdirSync(join(app, "node_modules")).sort()).toEqual([".bin", ".package-lock.json", "@petstore"])
 
@@ -59,9 +64,18 @@ describe("the package as users install it", () => {
     const key = await server!.createKey("free")
     const keys = join(work, "keys.txt")
     writeFileSync(keys, `free=${key}\n`)
-    const checked = await installedCli(bin, ["--base-url", server!.baseUrl, "--keys-file", keys, "--grep", "pets.create"])
+    const checked = await installedCli(bin, [
+      "--base-url",
+      server!.baseUrl,
+      "--keys-file",
+      keys,
+      "--grep",
+      "pets.create"
+    ])
     expect(checked.code, checked.stderr).toBe(0)
-    expect(checked.stdout).toContain("PASS  spec      createPet: 201 with the created Pet, equal to what was sent [pets.create]")
+    expect(checked.stdout).toContain(
+      "PASS  spec      createPet: 201 with the created Pet, equal to what was sent [pets.create]"
+    )
     expect(checked.stdout.trimEnd().split("\n").at(-1)).toBe("2 passed, 0 failed, 0 skipped")
     expect(checked.stdout + checked.stderr).not.toContain(key.slice(0, -4))
 

@@ -27,7 +27,9 @@ const migrateAs = (databaseUrl: string) =>
 
 /** Statements run by psql, as the URL's role. */
 const psql = (url: string, statements: ReadonlyArray<string>) =>
-  execFileSync("psql", [url, "-v", "ON_ERROR_STOP=1", "-q", ...statements.flatMap((statement) => ["-c", statement])], { stdio: "pipe" })
+  execFileSync("psql", [url, "-v", "ON_ERROR_STOP=1", "-q", ...statements.flatMap((statement) => ["-c", statement])], {
+    stdio: "pipe"
+  })
 
 /** A role of its own on the fresh database, with only the runtime grants; dropped afterwards. */
 const runtimeRole = async (databaseUrl: string) => {
@@ -53,14 +55,17 @@ const ready = postgresAdminUrl !== undefined || process.env.CI === "true"
  * suite passes. With a migration pending, that role's start-up stops with one
  * line naming it and the command.
  */
-describe.runIf(ready)("the real server as a role that may only read and write rows conforms", () =>
-  conformsOn("postgres", async (databaseUrl) => {
-    const migrated = migrateAs(databaseUrl)
-    expect(migrated.status, migrated.stderr).toBe(0)
-    expect(migrated.stdout).toMatch(/^petstore: migrations applied: 1_create_pets, /)
-    const { url, undo } = await runtimeRole(databaseUrl)
-    return { env: { DATABASE_URL: url }, undo }
-  }))
+describe.runIf(ready)(
+  "the real server as a role that may only read and write rows conforms",
+  () =>
+    conformsOn("postgres", async (databaseUrl) => {
+      const migrated = migrateAs(databaseUrl)
+      expect(migrated.status, migrated.stderr).toBe(0)
+      expect(migrated.stdout).toMatch(/^petstore: migrations applied: 1_create_pets, /)
+      const { url, undo } = await runtimeRole(databaseUrl)
+      return { env: { DATABASE_URL: url }, undo }
+    })
+)
 
 describe.runIf(ready)("a runtime role with a migration pending", () => {
   it("stops with one line naming the pending migration and the command", async () => {
@@ -89,7 +94,9 @@ describe.runIf(ready)("a runtime role with a migration pending", () => {
           timeout: 60_000
         })
         expect(refused.status, refused.stderr).toBe(1)
-        expect(refused.stderr).toMatch(/^petstore: cannot start: migration \d{4}_\w+ pending, and MIGRATE_ON_START=false: apply it with `pnpm migrate`/)
+        expect(refused.stderr).toMatch(
+          /^petstore: cannot start: migration \d{4}_\w+ pending, and MIGRATE_ON_START=false: apply it with `pnpm migrate`/
+        )
       } finally {
         await role.undo()
       }

@@ -19,6 +19,9 @@ describe.runIf((postgresAdminUrl !== undefined && pgbouncerBinary() !== undefine
         users: [decodeURIComponent(target.username)],
         defaultPoolSize: 4
       })
-      return { env: { DATABASE_URL: bouncer.through(databaseUrl), DATABASE_DIRECT_URL: databaseUrl }, undo: bouncer.stop }
+      return {
+        env: { DATABASE_URL: bouncer.through(databaseUrl), DATABASE_DIRECT_URL: databaseUrl },
+        undo: bouncer.stop
+      }
     })
 )

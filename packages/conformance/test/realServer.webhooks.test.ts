@@ -10,7 +10,10 @@ import { postgresAdminUrl, type RealServer, startRealServer } from "./support/re
 const receivesOn = (backend: "pglite" | "postgres") => {
   let server: RealServer | undefined
   beforeAll(async () => {
-    server = await startRealServer(backend, undefined, { WEBHOOK_ALLOW_HTTP: "true", WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "true" })
+    server = await startRealServer(backend, undefined, {
+      WEBHOOK_ALLOW_HTTP: "true",
+      WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "true"
+    })
   }, 180_000)
   afterAll(() => server?.stop())
 
@@ -34,18 +37,22 @@ const receivesOn = (backend: "pglite" | "postgres") => {
     ])
   }, 240_000)
 
-  it("fails registration, naming the URL policies to look at, when the deployment refuses the receiver's URL", async () => {
-    // A URL every deployment refuses (credentials in it): the failure still names the policies to look at.
-    const result = await runSuite({
-      baseUrl: server!.baseUrl,
-      keys: { business: [await server!.createKey("business")] },
-      grep: "webhooks.register",
-      webhooks: { publicUrl: "http://user:pw@192.0.2.1" }
-    })
-    const [register] = result.results
-    expect(register?.status).toBe("fail")
-    expect(register?.failure?.received).toContain("WEBHOOK_ALLOW_HTTP")
-  }, 60_000)
+  it(
+    "fails registration, naming the URL policies to look at, when the deployment refuses the receiver's URL",
+    async () => {
+      // A URL every deployment refuses (credentials in it): the failure still names the policies to look at.
+      const result = await runSuite({
+        baseUrl: server!.baseUrl,
+        keys: { business: [await server!.createKey("business")] },
+        grep: "webhooks.register",
+        webhooks: { publicUrl: "http://user:pw@192.0.2.1" }
+      })
+      const [register] = result.results
+      expect(register?.status).toBe("fail")
+      expect(register?.failure?.received).toContain("WEBHOOK_ALLOW_HTTP")
+    },
+    60_000
+  )
 }
 
 describe("--webhooks against the real server on PGlite", () => receivesOn("pglite"))

@@ -8,7 +8,10 @@ import { failures, keysOf } from "./support/keys.ts"
 const keysOfCounts = (counts: Partial<Record<Plan, number>>) => {
   const keys = { free: [], pro: [], business: [], enterprise: [] } as Record<Plan, Array<ApiKey>>
   for (const [plan, count] of Object.entries(counts) as Array<[Plan, number]>) {
-    keys[plan] = Array.from({ length: count }, (_, index) => ({ plan, secret: `${plan}-${index + 1}`, label: `${plan} key ${index + 1}` }))
+    keys[plan] = Array.from(
+      { length: count },
+      (_, index) => ({ plan, secret: `${plan}-${index + 1}`, label: `${plan} key ${index + 1}` })
+    )
   }
   return keys
 }
@@ -17,7 +20,10 @@ const labels = (keys: ReadonlyArray<ApiKey>) => keys.map((key) => key.label)
 
 describe("the store checks' customer keys", () => {
   it("are keys no plan check spends, the most room first, when there are two", () => {
-    const { customers, after } = storeCustomers({ keys: keysOfCounts({ free: 2, pro: 2, business: 2, enterprise: 2 }), daily: false })
+    const { customers, after } = storeCustomers({
+      keys: keysOfCounts({ free: 2, pro: 2, business: 2, enterprise: 2 }),
+      daily: false
+    })
     expect(labels(customers)).toEqual(["business key 1", "enterprise key 1", "pro key 1"])
     expect(after).toEqual(["general"])
   })
@@ -42,11 +48,15 @@ describe("the store checks against the fault-free fixture", () => {
     onTestFinished(() => fixture.close())
     const result = await runSuite({ baseUrl: fixture.baseUrl, keys: keysOf(fixture, { business: 1 }), grep: "store." })
     expect(failures(result)).toEqual([])
-    const skipped = Object.fromEntries(result.results.filter((check) => check.status === "skip").map((check) => [check.id, check.reason]))
+    const skipped = Object.fromEntries(
+      result.results.filter((check) => check.status === "skip").map((check) => [check.id, check.reason])
+    )
     expect(Object.keys(skipped).sort()).toEqual(
       ["store.delete", "store.delete-open-order", "store.deliver", "store.other-customer", "store.staff-every-order"]
     )
-    expect(skipped["store.deliver"]).toContain("needs a staff key: add staff=KEY to the --keys-file, or set CONFORMANCE_KEY_STAFF")
+    expect(skipped["store.deliver"]).toContain(
+      "needs a staff key: add staff=KEY to the --keys-file, or set CONFORMANCE_KEY_STAFF"
+    )
     expect(skipped["store.other-customer"]).toContain("needs a second customer key")
     expect(result.results.find((check) => check.id === "store.order-race")?.status).toBe("pass")
   })

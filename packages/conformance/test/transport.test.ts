@@ -9,7 +9,9 @@ import { send, TransportError } from "../src/transport.ts"
  * reuses a keep-alive connection the server has just closed, made deterministic. It answers (keeping the
  * connection alive) the first request of every connection, of the first connection only, or of none.
  */
-const startServer = async (options: { readonly answers?: "each connection's first" | "the first only" | "none" } = {}) => {
+const startServer = async (
+  options: { readonly answers?: "each connection's first" | "the first only" | "none" } = {}
+) => {
   const answers = options.answers ?? "each connection's first"
   const requests: Array<{ readonly connection: number; readonly head: string }> = []
   let connections = 0
@@ -23,7 +25,9 @@ const startServer = async (options: { readonly answers?: "each connection's firs
         return
       }
       answered++
-      socket.write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nKeep-Alive: timeout=60\r\n\r\n{}")
+      socket.write(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nKeep-Alive: timeout=60\r\n\r\n{}"
+      )
     })
     socket.on("error", () => {})
   })
@@ -45,7 +49,13 @@ afterEach(async () => {
 })
 
 const request = (method: string, url: string) =>
-  send({ method, url, headers: { "content-type": "application/json" }, ...(method === "POST" ? { body: "{}" } : {}), signal: AbortSignal.timeout(10_000) })
+  send({
+    method,
+    url,
+    headers: { "content-type": "application/json" },
+    ...(method === "POST" ? { body: "{}" } : {}),
+    signal: AbortSignal.timeout(10_000)
+  })
 
 describe("a reset before any answer", () => {
   it("on a reused keep-alive connection is sent once more, on a new connection, for a safe method", async () => {

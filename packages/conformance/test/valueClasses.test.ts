@@ -10,10 +10,15 @@ describe("the value classes", () => {
 
   it("are derived from the schema: a field added to it gets its classes with no other change", () => {
     const before = names(deriveClasses(SpecNewPet, { location: "body", base }))
-    const Extended = Schema.Struct({ ...SpecNewPet.fields, age: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 40 })) })
+    const Extended = Schema.Struct({
+      ...SpecNewPet.fields,
+      age: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 40 }))
+    })
     const after = names(deriveClasses(Extended, { location: "body", base: { ...base, age: "3" } }))
     const added = after.filter((name) => !before.includes(name))
-    expect(added).toEqual(expect.arrayContaining(["age.null", "age.fraction", "age.negative", "age.above-maximum", "age.missing"]))
+    expect(added).toEqual(
+      expect.arrayContaining(["age.null", "age.fraction", "age.negative", "age.above-maximum", "age.missing"])
+    )
     // 0 is within the new field's bounds: no class for it.
     expect(added).not.toContain("age.zero")
   })
@@ -34,11 +39,24 @@ describe("the value classes", () => {
   it("derive near values of an enumeration, and every class is refused by the schema it came from", () => {
     const classes = deriveClasses(SpecNewPet, { location: "body", base })
     const status = classes.filter((klass) => klass.field === "status").map((klass) => klass.name)
-    expect(status).toEqual(["number", "boolean", "null", "array", "object", "other-case", "spaces", "prefix", "unknown", "empty"])
+    expect(status).toEqual([
+      "number",
+      "boolean",
+      "null",
+      "array",
+      "object",
+      "other-case",
+      "spaces",
+      "prefix",
+      "unknown",
+      "empty"
+    ])
     const decode = Schema.decodeUnknownOption(SpecNewPet)
     for (const klass of classes.filter((klass) => klass.standing === "invalid")) {
       for (const request of klass.requests) {
-        expect(decode(JSON.parse(bodyText(request)))._tag, `${klass.field}.${klass.name}: ${bodyText(request)}`).toBe("None")
+        expect(decode(JSON.parse(bodyText(request)))._tag, `${klass.field}.${klass.name}: ${bodyText(request)}`).toBe(
+          "None"
+        )
       }
     }
   })

@@ -45,7 +45,9 @@ export class ApiKeyView extends Schema.Class<ApiKeyView>("ApiKey")({
   plan: Plan,
   limits: QuotaLimits,
   /** Shown for staff keys only: a view without `role` is a customer's, as every key's was before roles. */
-  role: Schema.optionalKey(Schema.Literal("staff").annotate({ description: "Present on staff keys; absent on customer keys" })),
+  role: Schema.optionalKey(
+    Schema.Literal("staff").annotate({ description: "Present on staff keys; absent on customer keys" })
+  ),
   createdAt: Schema.String.annotate({ description: "ISO 8601 timestamp" })
 }) {}
 

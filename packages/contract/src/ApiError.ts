@@ -57,9 +57,11 @@ export const ErrorBody = Schema.Struct({
     description: "The HTTP status code of the answer",
     examples: [404]
   }),
-  details: Schema.optionalKey(Schema.Array(ErrorDetail).annotate({
-    description: "On a 400: every offending field at once"
-  }))
+  details: Schema.optionalKey(
+    Schema.Array(ErrorDetail).annotate({
+      description: "On a 400: every offending field at once"
+    })
+  )
 }).annotate({ identifier: "Error", description: "The body of every error answer" })
 export type ErrorBody = typeof ErrorBody.Type
 
@@ -89,7 +91,10 @@ export class InvalidRequest extends Schema.Error<InvalidRequest>("InvalidRequest
 
 export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(
   errorFields("unauthorized"),
-  { httpApiStatus: errorStatusByCode.unauthorized, description: "The API key is missing, malformed, unknown or revoked" }
+  {
+    httpApiStatus: errorStatusByCode.unauthorized,
+    description: "The API key is missing, malformed, unknown or revoked"
+  }
 ) {}
 
 export class NotFound extends Schema.Error<NotFound>("NotFound")(
@@ -100,17 +105,26 @@ export class NotFound extends Schema.Error<NotFound>("NotFound")(
 /** Answered by the server's routing, not by an operation: no operation of the contract declares it. */
 export class MethodNotAllowed extends Schema.Error<MethodNotAllowed>("MethodNotAllowed")(
   errorFields("method_not_allowed"),
-  { httpApiStatus: errorStatusByCode.method_not_allowed, description: "The path exists, but not with this method; see Allow" }
+  {
+    httpApiStatus: errorStatusByCode.method_not_allowed,
+    description: "The path exists, but not with this method; see Allow"
+  }
 ) {}
 
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")(
   errorFields("payload_too_large"),
-  { httpApiStatus: errorStatusByCode.payload_too_large, description: "The request body is larger than the service accepts" }
+  {
+    httpApiStatus: errorStatusByCode.payload_too_large,
+    description: "The request body is larger than the service accepts"
+  }
 ) {}
 
 export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")(
   errorFields("unsupported_media_type"),
-  { httpApiStatus: errorStatusByCode.unsupported_media_type, description: "The request body is not sent as application/json" }
+  {
+    httpApiStatus: errorStatusByCode.unsupported_media_type,
+    description: "The request body is not sent as application/json"
+  }
 ) {}
 
 export class RateLimited extends Schema.Error<RateLimited>("RateLimited")(
@@ -153,7 +167,10 @@ export class IdempotencyKeyReused extends Schema.Error<IdempotencyKeyReused>("Id
 
 export class Forbidden extends Schema.Error<Forbidden>("Forbidden")(
   errorFields("forbidden"),
-  { httpApiStatus: errorStatusByCode.forbidden, description: "The API key's role may not do this (it needs a staff key)" }
+  {
+    httpApiStatus: errorStatusByCode.forbidden,
+    description: "The API key's role may not do this (it needs a staff key)"
+  }
 ) {}
 
 export class PreconditionFailed extends Schema.Error<PreconditionFailed>("PreconditionFailed")(
@@ -166,7 +183,10 @@ export class PreconditionFailed extends Schema.Error<PreconditionFailed>("Precon
 
 export class PetNotAvailable extends Schema.Error<PetNotAvailable>("PetNotAvailable")(
   errorFields("pet_not_available"),
-  { httpApiStatus: errorStatusByCode.pet_not_available, description: "The pet is not `available`: it is pending or sold" }
+  {
+    httpApiStatus: errorStatusByCode.pet_not_available,
+    description: "The pet is not `available`: it is pending or sold"
+  }
 ) {}
 
 export class PetHasOpenOrder extends Schema.Error<PetHasOpenOrder>("PetHasOpenOrder")(

@@ -101,10 +101,13 @@ export const makePetstoreClient = Effect.fnUntraced(function*(options: {
 
     /** Beta. Every event the query matches, page after page. */
     allEvents: (query: Omit<ListEventsOptions, "cursor"> = {}) =>
-      Stream.paginate(undefined as string | undefined, (cursor) =>
-        listEvents(cursor === undefined ? query : { ...query, cursor }).pipe(
-          Effect.map((page) => [page.events, page.next] as const)
-        )),
+      Stream.paginate(
+        undefined as string | undefined,
+        (cursor) =>
+          listEvents(cursor === undefined ? query : { ...query, cursor }).pipe(
+            Effect.map((page) => [page.events, page.next] as const)
+          )
+      ),
 
     /** Beta. Registers a webhook endpoint; the answer's `secret` is shown this once. */
     createWebhookEndpoint: Effect.fn("PetstoreClient.createWebhookEndpoint")(function*(
@@ -154,19 +157,24 @@ export const makePetstoreClient = Effect.fnUntraced(function*(options: {
     }),
 
     /** Beta. Queues one of the caller's events for the endpoint again, with the same `webhook-id`. */
-    redeliverWebhookEvent: Effect.fn("PetstoreClient.redeliverWebhookEvent")(function*(endpointId: string, eventId: string) {
-      return yield* api.webhooks.redeliverWebhookEvent({ params: { endpointId }, payload: { eventId } })
-    }),
+    redeliverWebhookEvent: Effect.fn("PetstoreClient.redeliverWebhookEvent")(
+      function*(endpointId: string, eventId: string) {
+        return yield* api.webhooks.redeliverWebhookEvent({ params: { endpointId }, payload: { eventId } })
+      }
+    ),
 
     /** One page of pets in ascending id order; `next` continues after it. */
     listPets,
 
     /** Every pet the query matches, page after page, following `Link: <…>; rel="next"`. */
     allPets: (query: Omit<ListPetsOptions, "cursor"> = {}) =>
-      Stream.paginate(undefined as string | undefined, (cursor) =>
-        listPets(cursor === undefined ? query : { ...query, cursor }).pipe(
-          Effect.map((page) => [page.pets, page.next] as const)
-        )),
+      Stream.paginate(
+        undefined as string | undefined,
+        (cursor) =>
+          listPets(cursor === undefined ? query : { ...query, cursor }).pipe(
+            Effect.map((page) => [page.pets, page.next] as const)
+          )
+      ),
 
     /**
      * Creates a pet. With `idempotencyKey`, a retry of the same create returns
@@ -203,10 +211,12 @@ export const makePetstoreClient = Effect.fnUntraced(function*(options: {
     }),
 
     /** Beta, staff keys only. Deletes a pet that has no open order; with `ifMatch`, only that version of it. */
-    deletePet: Effect.fn("PetstoreClient.deletePet")(function*(petId: PetId, options: { readonly ifMatch?: string } = {}) {
-      const headers = options.ifMatch === undefined ? {} : { "if-match": options.ifMatch }
-      yield* api.pets.deletePet({ params: { petId }, headers })
-    }),
+    deletePet: Effect.fn("PetstoreClient.deletePet")(
+      function*(petId: PetId, options: { readonly ifMatch?: string } = {}) {
+        const headers = options.ifMatch === undefined ? {} : { "if-match": options.ifMatch }
+        yield* api.pets.deletePet({ params: { petId }, headers })
+      }
+    ),
 
     /**
      * Beta. Orders an `available` pet, which becomes `pending`. With
@@ -226,10 +236,13 @@ export const makePetstoreClient = Effect.fnUntraced(function*(options: {
 
     /** Beta. Every order the query matches, page after page. */
     allOrders: (query: Omit<ListOrdersOptions, "cursor"> = {}) =>
-      Stream.paginate(undefined as string | undefined, (cursor) =>
-        listOrders(cursor === undefined ? query : { ...query, cursor }).pipe(
-          Effect.map((page) => [page.orders, page.next] as const)
-        )),
+      Stream.paginate(
+        undefined as string | undefined,
+        (cursor) =>
+          listOrders(cursor === undefined ? query : { ...query, cursor }).pipe(
+            Effect.map((page) => [page.orders, page.next] as const)
+          )
+      ),
 
     /** Beta. One order of the caller (a staff key: any order). */
     getOrder: Effect.fn("PetstoreClient.getOrder")(function*(orderId: OrderId) {

@@ -23,7 +23,8 @@ export const PetEvent = Schema.Struct({
   data: Pet
 }).annotate({
   identifier: "PetEvent",
-  description: "A pet was created, changed (its name, category or status) or deleted. `data` is the pet after the change; " +
+  description:
+    "A pet was created, changed (its name, category or status) or deleted. `data` is the pet after the change; " +
     "for `pet.deleted`, as it was when deleted. Every key sees pet events."
 })
 export type PetEvent = typeof PetEvent.Type

@@ -16,15 +16,19 @@ export const MAX_WEBHOOK_ENDPOINTS = 10
 const Timestamp = Schema.String.annotate({ format: "date-time", examples: ["2026-11-25T09:30:00.000Z"] })
 
 export const ListEventsQuery = Schema.Struct({
-  limit: Schema.optionalKey(DecimalId.check(Schema.isBetween({ minimum: 1, maximum: MAX_EVENT_PAGE_SIZE }, {
-    expected: `an integer from 1 to ${MAX_EVENT_PAGE_SIZE}`
-  })).annotate({
-    description: `Maximum number of events returned, 1–${MAX_EVENT_PAGE_SIZE} (default ${DEFAULT_EVENT_PAGE_SIZE})`
-  })),
+  limit: Schema.optionalKey(
+    DecimalId.check(Schema.isBetween({ minimum: 1, maximum: MAX_EVENT_PAGE_SIZE }, {
+      expected: `an integer from 1 to ${MAX_EVENT_PAGE_SIZE}`
+    })).annotate({
+      description: `Maximum number of events returned, 1–${MAX_EVENT_PAGE_SIZE} (default ${DEFAULT_EVENT_PAGE_SIZE})`
+    })
+  ),
   type: Schema.optionalKey(EventType),
-  cursor: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_-]{1,64}$/u)).annotate({
-    description: "Opaque position from a previous page's `Link: <…>; rel=\"next\"` header"
-  }))
+  cursor: Schema.optionalKey(
+    Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_-]{1,64}$/u)).annotate({
+      description: "Opaque position from a previous page's `Link: <…>; rel=\"next\"` header"
+    })
+  )
 })
 
 const listEvents = HttpApiEndpoint.get("listEvents", "/events", {
@@ -83,7 +87,8 @@ export const WebhookEndpoint = Schema.Struct({
   description: Schema.String,
   eventTypes: Schema.Array(EventType),
   enabled: Schema.Boolean.annotate({
-    description: "Whether events are delivered. Disabled by its key, or by the service: after 5 days of failures, or on 410 Gone"
+    description:
+      "Whether events are delivered. Disabled by its key, or by the service: after 5 days of failures, or on 410 Gone"
   }),
   disabledReason: Schema.NullOr(Schema.String).annotate({ description: "Why the service disabled it, if it did" }),
   createdAt: Timestamp,
@@ -94,7 +99,10 @@ export type WebhookEndpoint = typeof WebhookEndpoint.Type
 export const CreatedWebhookEndpoint = Schema.Struct({
   ...WebhookEndpoint.fields,
   secret: WebhookSecret
-}).annotate({ identifier: "CreatedWebhookEndpoint", description: "A new endpoint, with its signing secret: shown this once" })
+}).annotate({
+  identifier: "CreatedWebhookEndpoint",
+  description: "A new endpoint, with its signing secret: shown this once"
+})
 
 export const NewWebhookEndpoint = Schema.Struct({
   url: WebhookUrl,
@@ -108,7 +116,10 @@ export const WebhookEndpointPatch = Schema.Struct({
   eventTypes: Schema.optionalKey(EventTypes),
   description: Schema.optionalKey(Description),
   enabled: Schema.optionalKey(Schema.Boolean.annotate({ description: "`false` stops deliveries; `true` resumes them" }))
-}).annotate({ identifier: "WebhookEndpointPatch", description: "The fields to change; those left out keep their value" })
+}).annotate({
+  identifier: "WebhookEndpointPatch",
+  description: "The fields to change; those left out keep their value"
+})
 export type WebhookEndpointPatch = typeof WebhookEndpointPatch.Type
 
 export const RotatedWebhookSecret = Schema.Struct({
@@ -197,14 +208,19 @@ const deleteWebhookEndpoint = HttpApiEndpoint.delete("deleteWebhookEndpoint", "/
   transform: idParameter
 }))
 
-const rotateWebhookSecret = HttpApiEndpoint.post("rotateWebhookSecret", "/webhooks/endpoints/:endpointId/rotate-secret", {
-  params: endpointParams,
-  success: RotatedWebhookSecret,
-  error: [NotFound, ServiceUnavailable]
-}).annotate(Stability, "beta").annotateMerge(betaOperation({
+const rotateWebhookSecret = HttpApiEndpoint.post(
+  "rotateWebhookSecret",
+  "/webhooks/endpoints/:endpointId/rotate-secret",
+  {
+    params: endpointParams,
+    success: RotatedWebhookSecret,
+    error: [NotFound, ServiceUnavailable]
+  }
+).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "rotateWebhookSecret",
   summary: "Rotate a webhook endpoint's signing secret",
-  description: "A new secret, shown once. For 24 hours deliveries carry two signatures, with the new secret and the old.",
+  description:
+    "A new secret, shown once. For 24 hours deliveries carry two signatures, with the new secret and the old.",
   transform: idParameter
 }))
 
@@ -226,16 +242,21 @@ const listWebhookAttempts = HttpApiEndpoint.get("listWebhookAttempts", "/webhook
 }).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "listWebhookAttempts",
   summary: "List delivery attempts",
-  description: "The endpoint's latest 100 delivery attempts, newest first: outcome, status, latency, error, next attempt.",
+  description:
+    "The endpoint's latest 100 delivery attempts, newest first: outcome, status, latency, error, next attempt.",
   transform: idParameter
 }))
 
-const redeliverWebhookEvent = HttpApiEndpoint.post("redeliverWebhookEvent", "/webhooks/endpoints/:endpointId/redeliver", {
-  params: endpointParams,
-  payload: QueuedDelivery,
-  success: QueuedDelivery.pipe(HttpApiSchema.status(202)),
-  error: [NotFound, ServiceUnavailable]
-}).annotate(Stability, "beta").annotateMerge(betaOperation({
+const redeliverWebhookEvent = HttpApiEndpoint.post(
+  "redeliverWebhookEvent",
+  "/webhooks/endpoints/:endpointId/redeliver",
+  {
+    params: endpointParams,
+    payload: QueuedDelivery,
+    success: QueuedDelivery.pipe(HttpApiSchema.status(202)),
+    error: [NotFound, ServiceUnavailable]
+  }
+).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "redeliverWebhookEvent",
   summary: "Redeliver an event",
   description: "Queues one of the caller's events (within the retention) for this endpoint again, with the same " +
@@ -257,14 +278,20 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
   )
   .middleware(RequestValidation)
   .middleware(ApiKeyAuth)
-  .annotate(OpenApi.Description, "Endpoints that receive the key's events, signed as Standard Webhooks specifies (beta)")
+  .annotate(
+    OpenApi.Description,
+    "Endpoints that receive the key's events, signed as Standard Webhooks specifies (beta)"
+  )
 {}
 
 const signedHeaders = [
   ["webhook-id", "The event's id: the same on every attempt, so receivers can drop duplicates"],
   ["webhook-timestamp", "Seconds since the Unix epoch when this attempt was signed; refuse it when far from now"],
-  ["webhook-signature", "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the " +
-  "base64-decoded part of the secret after `whsec_`; several, space-separated, while a rotated secret overlaps"]
+  [
+    "webhook-signature",
+    "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the " +
+    "base64-decoded part of the secret after `whsec_`; several, space-separated, while a rotated secret overlaps"
+  ]
 ] as const
 
 /**

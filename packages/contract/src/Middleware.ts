@@ -24,10 +24,12 @@ export class CurrentApiKey extends Context.Service<CurrentApiKey, {
  * also spends quota (spec §8), so it answers 429 as well as 401. An operation
  * behind it always has its `CurrentApiKey`.
  */
-export class ApiKeyAuth extends HttpApiMiddleware.Service<ApiKeyAuth, { provides: CurrentApiKey }>()("@petstore/contract/ApiKeyAuth", {
-  security: { apiKey: bearer },
-  error: [Unauthorized, RateLimited]
-}) {}
+export class ApiKeyAuth
+  extends HttpApiMiddleware.Service<ApiKeyAuth, { provides: CurrentApiKey }>()("@petstore/contract/ApiKeyAuth", {
+    security: { apiKey: bearer },
+    error: [Unauthorized, RateLimited]
+  })
+{}
 
 /** Bearer authentication with the operator's admin token (admin listener only). */
 export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth>()("@petstore/contract/AdminAuth", {

@@ -50,21 +50,30 @@ const FORBIDDEN_IN_BMP = (() => {
  */
 const asSent = (maxLength: number) =>
   new RegExp(
-    `^[${TRIMMED}]*[^${TRIMMED}${FORBIDDEN_IN_BMP}](?:[^${FORBIDDEN_IN_BMP}]{0,${maxLength - 2}}[^${TRIMMED}${FORBIDDEN_IN_BMP}])?[${TRIMMED}]*$`,
+    `^[${TRIMMED}]*[^${TRIMMED}${FORBIDDEN_IN_BMP}](?:[^${FORBIDDEN_IN_BMP}]{0,${
+      maxLength - 2
+    }}[^${TRIMMED}${FORBIDDEN_IN_BMP}])?[${TRIMMED}]*$`,
     "u"
   )
 
 /** What the server holds to after trimming and normalising: the checks of the decoded name. */
-const nameRules = (maxLength: number) => [
-  Schema.makeFilter((name: string) =>
-    FORBIDDEN.test(name)
-      ? "a name without control or format characters (Unicode Cc, Cf), lone surrogates or line and paragraph separators"
-      : undefined
-  ),
-  Schema.makeFilter((name: string) => INVISIBLE.test(name) ? "a name with at least one visible character" : undefined),
-  Schema.makeFilter((name: string) => name === name.normalize("NFC") ? undefined : "a name in Unicode normalisation form C"),
-  Schema.isMaxLength(maxLength, { expected: `a name of at most ${maxLength} characters (UTF-16 code units) after trimming` })
-] as const
+const nameRules = (maxLength: number) =>
+  [
+    Schema.makeFilter((name: string) =>
+      FORBIDDEN.test(name)
+        ? "a name without control or format characters (Unicode Cc, Cf), lone surrogates or line and paragraph separators"
+        : undefined
+    ),
+    Schema.makeFilter((name: string) =>
+      INVISIBLE.test(name) ? "a name with at least one visible character" : undefined
+    ),
+    Schema.makeFilter((name: string) =>
+      name === name.normalize("NFC") ? undefined : "a name in Unicode normalisation form C"
+    ),
+    Schema.isMaxLength(maxLength, {
+      expected: `a name of at most ${maxLength} characters (UTF-16 code units) after trimming`
+    })
+  ] as const
 
 /** Trims, then normalises to NFC; a stored name is sent back as it is. */
 const trimmedNfc = SchemaTransformation.transform<string, string>({
@@ -83,10 +92,10 @@ export const displayName = (maxLength: number, description: string, examples: Re
       expected: `a name of 1 to ${maxLength} characters after trimming, without control or format characters`
     })
   ).annotate({
-    description: `${description} Leading and trailing whitespace is trimmed and the rest normalised to Unicode NFC; what remains ` +
+    description:
+      `${description} Leading and trailing whitespace is trimmed and the rest normalised to Unicode NFC; what remains ` +
       `must be 1–${maxLength} characters (UTF-16 code units: a character outside the Basic Multilingual Plane, such as an emoji, ` +
       "counts as 2), show at least one visible character, and hold no control or format character (Unicode categories Cc " +
       "and Cf: NUL, tabs and line breaks, zero-width characters, bidirectional overrides), lone surrogate, or line or paragraph separator.",
     examples: [...examples]
   }).pipe(Schema.decodeTo(Schema.String.check(...nameRules(maxLength)), trimmedNfc))
-

@@ -52,30 +52,33 @@ export interface DocumentedParameter {
  * string they are decoded from, `{"type":"string"}`, which loses their type,
  * bounds and default), with a description and examples.
  */
-export const describeParameters = (parameters: Readonly<Record<string, DocumentedParameter>>) => (operation: Json): Json => {
-  const names = new Set(Object.keys(parameters))
-  const described = (operation.parameters as Array<Json>).map((parameter) => {
-    const documented = parameters[parameter.name]
-    if (documented === undefined) return parameter
-    names.delete(parameter.name)
-    return {
-      ...parameter,
-      ...(documented.description === undefined ? {} : { description: documented.description }),
-      ...(documented.value === undefined ? {} : { schema: jsonSchemaOf(documented.value) }),
-      ...(documented.offByDefault === undefined ? {} : {
-        examples: {
-          [parameter.name]: {
-            summary: documented.offByDefault.summary,
-            value: documented.offByDefault.value,
-            "x-disabled": true
+export const describeParameters =
+  (parameters: Readonly<Record<string, DocumentedParameter>>) => (operation: Json): Json => {
+    const names = new Set(Object.keys(parameters))
+    const described = (operation.parameters as Array<Json>).map((parameter) => {
+      const documented = parameters[parameter.name]
+      if (documented === undefined) return parameter
+      names.delete(parameter.name)
+      return {
+        ...parameter,
+        ...(documented.description === undefined ? {} : { description: documented.description }),
+        ...(documented.value === undefined ? {} : { schema: jsonSchemaOf(documented.value) }),
+        ...(documented.offByDefault === undefined ? {} : {
+          examples: {
+            [parameter.name]: {
+              summary: documented.offByDefault.summary,
+              value: documented.offByDefault.value,
+              "x-disabled": true
+            }
           }
-        }
-      })
+        })
+      }
+    })
+    if (names.size > 0) {
+      throw new Error(`describeParameters: no parameter ${[...names].join(", ")} on ${operation.operationId}`)
     }
-  })
-  if (names.size > 0) throw new Error(`describeParameters: no parameter ${[...names].join(", ")} on ${operation.operationId}`)
-  return { ...operation, parameters: described }
-}
+    return { ...operation, parameters: described }
+  }
 
 /** An operation transform: OpenAPI links from one of its answers to other operations, by their operation ids. */
 export const linkResponse = (status: number, links: Readonly<Record<string, Json>>) => (operation: Json): Json => {
@@ -131,7 +134,9 @@ export const documentApi = (rules: DocumentRules) => (spec: Json): Json => {
     const name = ref.replace("#/components/schemas/", "")
     const fields = Object.keys(spec.components.schemas[name]?.properties ?? {})
     const unknown = fields.filter((field) => !(field in errorSchema.properties))
-    if (unknown.length > 0) throw new Error(`documentApi: ${name} has fields the Error schema lacks: ${unknown.join(", ")}`)
+    if (unknown.length > 0) {
+      throw new Error(`documentApi: ${name} has fields the Error schema lacks: ${unknown.join(", ")}`)
+    }
     replaced.add(name)
     return { $ref: errorRef }
   }
@@ -153,7 +158,9 @@ export const documentApi = (rules: DocumentRules) => (spec: Json): Json => {
           Object.entries((response.headers ?? {}) as Json).map(([name, header]) => [headerName(name), header])
         )
         const edge = Object.fromEntries(
-          rules.headersOf(operation.operationId, Number(status), operation).map((name) => [name, { $ref: `#/components/headers/${name}` }])
+          rules.headersOf(operation.operationId, Number(status), operation).map((
+            name
+          ) => [name, { $ref: `#/components/headers/${name}` }])
         )
         const headers = { ...edge, ...generated }
         responses[status] = {

@@ -14,7 +14,8 @@ export type OrderId = typeof OrderId.Type
  */
 export const OrderStatus = Schema.Literals(["placed", "delivered", "cancelled"]).annotate({
   identifier: "OrderStatus",
-  description: "`placed` (open: its pet is pending), then `delivered` (the pet is sold) or `cancelled` (the pet is available again)"
+  description:
+    "`placed` (open: its pet is pending), then `delivered` (the pet is sold) or `cancelled` (the pet is available again)"
 })
 export type OrderStatus = typeof OrderStatus.Type
 
@@ -29,7 +30,10 @@ export const Order = Schema.Struct({
 }).annotate({ identifier: "Order", description: "An order of one pet, which belongs to the API key that placed it" })
 export type Order = typeof Order.Type
 
-export const Orders = Schema.Array(Order).annotate({ identifier: "Orders", description: "A page of orders, in ascending id order" })
+export const Orders = Schema.Array(Order).annotate({
+  identifier: "Orders",
+  description: "A page of orders, in ascending id order"
+})
 
 /** What a client sends to place an order: the pet, which must be `available`. */
 export const NewOrder = Schema.Struct({

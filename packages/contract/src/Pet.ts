@@ -23,7 +23,9 @@ export const DecimalId = Schema.String.check(
   Schema.isPattern(/^[1-9][0-9]{0,15}$/u, { expected: "a positive integer in decimal digits" })
 ).pipe(Schema.decodeTo(
   // Sixteen digits reach past 2^53 − 1, where numbers lose precision: an id names one row or is refused.
-  Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }, { expected: "a positive safe integer" })),
+  Schema.Int.check(
+    Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }, { expected: "a positive safe integer" })
+  ),
   SchemaTransformation.numberFromString
 ))
 
@@ -31,7 +33,8 @@ export const DecimalId = Schema.String.check(
 export const DECIMAL_SPELLING = "Plain decimal digits: no sign, leading zero, fraction, exponent or spaces"
 
 export const PetId = PositiveSafeInt.annotate({
-  description: "Unique identifier, assigned by the service on creation (int64 on the wire, within the safe integer range 1 to 2^53 − 1)",
+  description:
+    "Unique identifier, assigned by the service on creation (int64 on the wire, within the safe integer range 1 to 2^53 − 1)",
   examples: [1]
 })
 export type PetId = typeof PetId.Type
@@ -46,7 +49,8 @@ export type PetStatus = typeof PetStatus.Type
 export const PetName = displayName(100, "The animal's name.", ["Rex"])
 
 export const CategoryId = PositiveSafeInt.annotate({
-  description: "Identifier of the category the animal belongs to (int64 on the wire, within the safe integer range 1 to 2^53 − 1)",
+  description:
+    "Identifier of the category the animal belongs to (int64 on the wire, within the safe integer range 1 to 2^53 − 1)",
   examples: [1]
 })
 
@@ -60,7 +64,10 @@ export const NewPet = Schema.Struct({
   status: PetStatus.pipe(Schema.withDecodingDefaultKey(Effect.succeed("available" as const))).annotateKey({
     default: "available"
   })
-}).annotate({ identifier: "NewPet", description: "A pet to add. `status` may be left out: it defaults to `available`." })
+}).annotate({
+  identifier: "NewPet",
+  description: "A pet to add. `status` may be left out: it defaults to `available`."
+})
 export type NewPet = typeof NewPet.Type
 
 export const Pet = Schema.Struct({
@@ -73,7 +80,10 @@ export const Pet = Schema.Struct({
 }).annotate({ identifier: "Pet" })
 export type Pet = typeof Pet.Type
 
-export const Pets = Schema.Array(Pet).annotate({ identifier: "Pets", description: "A page of pets, in ascending id order" })
+export const Pets = Schema.Array(Pet).annotate({
+  identifier: "Pets",
+  description: "A page of pets, in ascending id order"
+})
 
 /**
  * What `PATCH /pets/{petId}` may change: `name` and `categoryId`, each checked
@@ -85,7 +95,8 @@ export const PetPatch = Schema.Struct({
   categoryId: Schema.optionalKey(CategoryId)
 }).annotate({
   identifier: "PetPatch",
-  description: "The fields to change; those left out keep their value. `status` is not one of them: it changes through orders.",
+  description:
+    "The fields to change; those left out keep their value. `status` is not one of them: it changes through orders.",
   messageUnexpectedKey: "Unknown field: only name and categoryId can be changed; status changes only through orders " +
     "(place, cancel or deliver an order)"
 })

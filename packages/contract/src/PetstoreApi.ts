@@ -24,7 +24,6 @@ import { API_BASE_PATH, betaOperation, GET_PET_SUNSET, Stability } from "./Versi
 export const DEFAULT_PAGE_SIZE = 20
 export const MAX_PAGE_SIZE = 100
 
-
 export const PageSize = DecimalId.check(
   Schema.isBetween({ minimum: 1, maximum: MAX_PAGE_SIZE }, { expected: `an integer from 1 to ${MAX_PAGE_SIZE}` })
 ).annotate({ default: DEFAULT_PAGE_SIZE })
@@ -51,7 +50,8 @@ const pageParameters = (noun: string) =>
   describeParameters({
     limit: {
       value: Schema.toType(PageSize),
-      description: `Maximum number of ${noun} returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}). ${DECIMAL_SPELLING}.`
+      description:
+        `Maximum number of ${noun} returned, 1–${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}). ${DECIMAL_SPELLING}.`
     },
     cursor: {
       value: Schema.String.check(Schema.isPattern(cursorAsIssued())),
@@ -145,7 +145,8 @@ function idempotencyKeyAsSent(): RegExp {
 
 /** The pet's version, for `If-Match` on `PATCH` and `DELETE`: it changes whenever any field of the pet does. */
 export const PetETag = Schema.String.check(Schema.isPattern(/^"[1-9][0-9]{0,15}\.[1-9][0-9]{0,15}"$/u)).annotate({
-  description: "The pet's version (RFC 9110 strong entity tag): send it as `If-Match` to change or delete this version only",
+  description:
+    "The pet's version (RFC 9110 strong entity tag): send it as `If-Match` to change or delete this version only",
   examples: ["\"1.1\""]
 })
 
@@ -158,15 +159,18 @@ const createPet = HttpApiEndpoint.post("createPet", "/pets", {
       examples: ["/v1/pets/1"]
     }),
     etag: PetETag,
-    "idempotent-replayed": Schema.optionalKey(Schema.Literal("true").annotate({
-      description: "Present when this is the stored answer to an earlier request with the same Idempotency-Key"
-    }))
+    "idempotent-replayed": Schema.optionalKey(
+      Schema.Literal("true").annotate({
+        description: "Present when this is the stored answer to an earlier request with the same Idempotency-Key"
+      })
+    )
   }),
   error: [ServiceUnavailable, IdempotencyKeyInFlight, IdempotencyKeyReused]
 }).annotateMerge(OpenApi.annotations({
   identifier: "createPet",
   summary: "Add a pet",
-  description: "Unknown fields are refused. `status` defaults to `available`. With `Idempotency-Key`, a retry returns the original answer.",
+  description:
+    "Unknown fields are refused. `status` defaults to `available`. With `Idempotency-Key`, a retry returns the original answer.",
   transform: (operation) =>
     linkResponse(201, {
       getPet: {
@@ -174,11 +178,16 @@ const createPet = HttpApiEndpoint.post("createPet", "/pets", {
         parameters: { petId: "$response.body#/id" },
         description: "The created pet, by the `id` in the answer"
       }
-    })(describeParameters({
-      "idempotency-key": {
-        offByDefault: { summary: "A new unique value for each new pet", value: "4f1c2a9e-7d3b-4e8a-9c61-2b5d0e7f8a13" }
-      }
-    })(operation))
+    })(
+      describeParameters({
+        "idempotency-key": {
+          offByDefault: {
+            summary: "A new unique value for each new pet",
+            value: "4f1c2a9e-7d3b-4e8a-9c61-2b5d0e7f8a13"
+          }
+        }
+      })(operation)
+    )
 }))
 
 const getPet = HttpApiEndpoint.get("getPet", "/pets/:petId", {
@@ -215,7 +224,8 @@ const updatePet = HttpApiEndpoint.patch("updatePet", "/pets/:petId", {
 }).annotate(Stability, "beta").annotateMerge(betaOperation({
   identifier: "updatePet",
   summary: "Change a pet's name or category",
-  description: "Changes `name` and/or `categoryId`, checked as on create; unknown fields are refused, and so is `status`, " +
+  description:
+    "Changes `name` and/or `categoryId`, checked as on create; unknown fields are refused, and so is `status`, " +
     "which changes only through orders. With `If-Match`, only if the pet is still that version (else 412).",
   transform: petIdParameter
 }))
@@ -249,7 +259,11 @@ const orderIdParameter = describeParameters({
 
 /** From a placed order to what can be done with it next, by the `id` in the answer. */
 const orderLinks = {
-  getOrder: { operationId: "getOrder", parameters: { orderId: "$response.body#/id" }, description: "This order, by its `id`" },
+  getOrder: {
+    operationId: "getOrder",
+    parameters: { orderId: "$response.body#/id" },
+    description: "This order, by its `id`"
+  },
   cancelOrder: {
     operationId: "cancelOrder",
     parameters: { orderId: "$response.body#/id" },
@@ -270,9 +284,11 @@ const placeOrder = HttpApiEndpoint.post("placeOrder", "/store/orders", {
       description: "Path of the placed order, `/v1/store/orders/{id}`",
       examples: ["/v1/store/orders/1"]
     }),
-    "idempotent-replayed": Schema.optionalKey(Schema.Literal("true").annotate({
-      description: "Present when this is the stored answer to an earlier request with the same Idempotency-Key"
-    }))
+    "idempotent-replayed": Schema.optionalKey(
+      Schema.Literal("true").annotate({
+        description: "Present when this is the stored answer to an earlier request with the same Idempotency-Key"
+      })
+    )
   }),
   error: [NotFound, PetNotAvailable, IdempotencyKeyInFlight, IdempotencyKeyReused, ServiceUnavailable]
 }).annotate(Stability, "beta").annotateMerge(betaOperation({
@@ -282,11 +298,16 @@ const placeOrder = HttpApiEndpoint.post("placeOrder", "/store/orders", {
     "Of concurrent orders for one pet exactly one succeeds; the others get 409 `pet_not_available`. " +
     "With `Idempotency-Key`, a retry returns the original answer.",
   transform: (operation) =>
-    linkResponse(201, orderLinks)(describeParameters({
-      "idempotency-key": {
-        offByDefault: { summary: "A new unique value for each new order", value: "0b8e6f52-3c1d-4a7e-9f20-6d4c8b1a2e95" }
-      }
-    })(operation))
+    linkResponse(201, orderLinks)(
+      describeParameters({
+        "idempotency-key": {
+          offByDefault: {
+            summary: "A new unique value for each new order",
+            value: "0b8e6f52-3c1d-4a7e-9f20-6d4c8b1a2e95"
+          }
+        }
+      })(operation)
+    )
 }))
 
 const listOrders = HttpApiEndpoint.get("listOrders", "/store/orders", {
@@ -342,7 +363,10 @@ export class StoreGroup extends HttpApiGroup.make("store")
   .add(placeOrder, listOrders, getOrder, cancelOrder, deliverOrder)
   .middleware(RequestValidation)
   .middleware(ApiKeyAuth)
-  .annotate(OpenApi.Description, "Orders of pets: an order holds its pet pending until it is delivered or cancelled (beta)")
+  .annotate(
+    OpenApi.Description,
+    "Orders of pets: an order holds its pet pending until it is delivered or cancelled (beta)"
+  )
 {}
 
 const rateLimit = HttpApiEndpoint.get("rateLimit", "/rate_limit", { success: RateLimitStatus })
@@ -350,7 +374,8 @@ const rateLimit = HttpApiEndpoint.get("rateLimit", "/rate_limit", { success: Rat
   .annotateMerge(OpenApi.annotations({
     identifier: "getRateLimit",
     summary: "Show the caller's quotas",
-    description: "Both windows of the calling key, and any ban. Costs no quota; answered while the key is limited, not while it is banned."
+    description:
+      "Both windows of the calling key, and any ban. Costs no quota; answered while the key is limited, not while it is banned."
   }))
 
 export class AccountGroup extends HttpApiGroup.make("account")
@@ -376,14 +401,20 @@ export class PetstoreApi extends HttpApi.make("petstore")
     description: "Pets available for adoption. Every operation needs `Authorization: Bearer <API_KEY>`, " +
       "and every answer carries the caller's rate-limit headers.",
     license: { name: "MIT", identifier: "MIT" },
-    transform: (spec) => documentWebhooks(documentApi({
-      basePath: API_BASE_PATH,
-      defaultServers: [{ url: API_BASE_PATH, description: "This server: the address this document was served from" }],
-      errorSchema: "Error",
-      headerNames,
-      headers: responseHeaders,
-      headersOf
-    })(spec))
+    transform: (spec) =>
+      documentWebhooks(
+        documentApi({
+          basePath: API_BASE_PATH,
+          defaultServers: [{
+            url: API_BASE_PATH,
+            description: "This server: the address this document was served from"
+          }],
+          errorSchema: "Error",
+          headerNames,
+          headers: responseHeaders,
+          headersOf
+        })(spec)
+      )
   }))
 {}
 
@@ -394,4 +425,3 @@ export class PetstoreApi extends HttpApi.make("petstore")
  */
 export const documentedPetstoreApi = (servers: ReadonlyArray<OpenApi.OpenAPISpecServer>) =>
   servers.length === 0 ? PetstoreApi : PetstoreApi.annotateMerge(OpenApi.annotations({ servers }))
-

@@ -8,7 +8,9 @@ export const POSTGRES_INTEGER_MAX = 2_147_483_647
 
 /** A limit is stored in an `integer` column: beyond its range is the client's mistake (400), not an outage. */
 const Limit = Schema.Int.check(
-  Schema.isBetween({ minimum: 1, maximum: POSTGRES_INTEGER_MAX }, { expected: `a whole number from 1 to ${POSTGRES_INTEGER_MAX}` })
+  Schema.isBetween({ minimum: 1, maximum: POSTGRES_INTEGER_MAX }, {
+    expected: `a whole number from 1 to ${POSTGRES_INTEGER_MAX}`
+  })
 )
 
 export const QuotaLimits = Schema.Struct({

@@ -13,7 +13,8 @@ const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 export const responseHeaders = {
   "X-RateLimit-Limit": {
     schema: PositiveInt.annotate({ examples: [60] }),
-    description: "Requests allowed in the window that binds first (the one with fewer requests left; on a tie, the minute)"
+    description:
+      "Requests allowed in the window that binds first (the one with fewer requests left; on a tie, the minute)"
   },
   "X-RateLimit-Remaining": {
     schema: NonNegativeInt.annotate({ examples: [59] }),
@@ -53,10 +54,13 @@ export const responseHeaders = {
     schema: Schema.String.check(Schema.isPattern(/^[A-Za-z0-9._:-]{1,128}$/u)).annotate({
       examples: ["3b0c44a2-27c1-4a33-8b5e-6f1d9b2c7e40"]
     }),
-    description: "The request's id: the client's `X-Request-Id` when it is 1–128 characters of `[A-Za-z0-9._:-]`, else a new one"
+    description:
+      "The request's id: the client's `X-Request-Id` when it is 1–128 characters of `[A-Za-z0-9._:-]`, else a new one"
   },
   "Deprecation": {
-    schema: Schema.String.check(Schema.isPattern(/^@[0-9]+$/u)).annotate({ examples: [getPetDeprecationHeaders.deprecation] }),
+    schema: Schema.String.check(Schema.isPattern(/^@[0-9]+$/u)).annotate({
+      examples: [getPetDeprecationHeaders.deprecation]
+    }),
     description: "RFC 9745: the Unix time at which this operation was deprecated"
   },
   "Sunset": {

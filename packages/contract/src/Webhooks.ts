@@ -6,10 +6,13 @@ import { Event } from "./Event.ts"
 export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60
 
 /** Why a delivery was refused: it is not one this service signed with this secret, now. */
-export class WebhookVerificationError extends Data.TaggedError("WebhookVerificationError")<{ readonly message: string }> {}
+export class WebhookVerificationError
+  extends Data.TaggedError("WebhookVerificationError")<{ readonly message: string }>
+{}
 
 /** The key a `whsec_…` secret stands for: the base64 after the prefix, decoded. */
-const keyOf = (secret: string) => Buffer.from(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret, "base64")
+const keyOf = (secret: string) =>
+  Buffer.from(secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret, "base64")
 
 /**
  * `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` (Standard Webhooks
@@ -57,7 +60,11 @@ export const verifyWebhook = (secret: string, headers: HeaderBag, body: string |
       const given = Buffer.from(signature, "base64")
       return given.length === expected.length && timingSafeEqual(given, expected)
     })
-    if (!matches) return yield* refused("no signature matches: the body, the id or the timestamp was changed, or the secret is another")
+    if (!matches) {
+      return yield* refused(
+        "no signature matches: the body, the id or the timestamp was changed, or the secret is another"
+      )
+    }
     const event = yield* Schema.decodeUnknownEffect(Schema.fromJsonString(Event))(text).pipe(
       Effect.mapError(() => new WebhookVerificationError({ message: "the body is not an event of this service" }))
     )

@@ -5,7 +5,9 @@ import { nextCursor } from "../src/index.ts"
 
 describe("nextCursor", () => {
   it("takes the cursor of the rel=\"next\" link, wherever it is among the links", () => {
-    expect(nextCursor(`<https://pets.example/v1/pets?limit=20&cursor=abc_-1>; rel="next"`)).toEqual(Option.some("abc_-1"))
+    expect(nextCursor(`<https://pets.example/v1/pets?limit=20&cursor=abc_-1>; rel="next"`)).toEqual(
+      Option.some("abc_-1")
+    )
     expect(nextCursor(`</v1/pets>; rel="successor-version", <http://127.0.0.1:8080/v1/pets?cursor=xyz>; rel=next`))
       .toEqual(Option.some("xyz"))
   })

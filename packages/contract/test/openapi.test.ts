@@ -63,7 +63,11 @@ describe("the OpenAPI document generated from the contract", () => {
 
   it("names the operations exactly as the spec does: listPets, createPet, getPet", () => {
     // The stable operations are the spec's; the beta ones (issue 13) are checked below.
-    expect(operations().filter(({ operation }) => operation["x-stability"] === undefined).map(({ operation }) => operation.operationId).sort()).toEqual(
+    expect(
+      operations().filter(({ operation }) => operation["x-stability"] === undefined).map(({ operation }) =>
+        operation.operationId
+      ).sort()
+    ).toEqual(
       ["createPet", "getPet", "getRateLimit", "listPets"]
     )
   })
@@ -93,11 +97,15 @@ describe("the OpenAPI document generated from the contract", () => {
     )
     for (const { operation } of beta) {
       for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
-        expect(response.headers?.Stability, `${operation.operationId} ${status}`).toEqual({ $ref: "#/components/headers/Stability" })
+        expect(response.headers?.Stability, `${operation.operationId} ${status}`).toEqual({
+          $ref: "#/components/headers/Stability"
+        })
       }
     }
     for (const { operation } of operations().filter(({ operation }) => operation["x-stability"] === undefined)) {
-      for (const response of Object.values(operation.responses as Record<string, any>)) expect(response.headers?.Stability).toBeUndefined()
+      for (const response of Object.values(operation.responses as Record<string, any>)) {
+        expect(response.headers?.Stability).toBeUndefined()
+      }
     }
   })
 
@@ -144,7 +152,12 @@ describe("the OpenAPI document generated from the contract", () => {
     expect(limit.schema).toMatchObject({ type: "integer", minimum: 1, maximum: 100, default: 20 })
     expect(limit.description).toMatch(/decimal digits/)
     const petId = parameter("/pets/{petId}", "get", "petId")
-    expect(petId.schema).toMatchObject({ type: "integer", format: "int64", minimum: 1, maximum: Number.MAX_SAFE_INTEGER })
+    expect(petId.schema).toMatchObject({
+      type: "integer",
+      format: "int64",
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER
+    })
     expect(petId.description).toMatch(/decimal digits/)
   })
 
@@ -172,10 +185,18 @@ describe("the OpenAPI document generated from the contract", () => {
   })
 
   it("documents the rate-limit headers on every answer, Retry-After on 429 and WWW-Authenticate on 401", () => {
-    const rateLimit = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy"]
+    const rateLimit = [
+      "X-RateLimit-Limit",
+      "X-RateLimit-Remaining",
+      "X-RateLimit-Reset",
+      "RateLimit",
+      "RateLimit-Policy"
+    ]
     for (const { where, status, response } of responses()) {
       const headers = Object.keys(response.headers ?? {})
-      expect(headers, where).toEqual(expect.arrayContaining(["Cache-Control", "X-Content-Type-Options", "X-Request-Id"]))
+      expect(headers, where).toEqual(
+        expect.arrayContaining(["Cache-Control", "X-Content-Type-Options", "X-Request-Id"])
+      )
       if (status !== 503) expect(headers, where).toEqual(expect.arrayContaining(rateLimit))
       if (status === 429 || status === 503) expect(headers, where).toContain("Retry-After")
       if (status === 401) expect(headers, where).toContain("WWW-Authenticate")
@@ -212,9 +233,25 @@ describe("the document's patterns say what the contract decodes", () => {
 
   it("name: trimmed 1–100 characters without NUL, with whitespace of every kind JavaScript trims", () => {
     const cases = [
-      "Rex", " Rex ", "\u00a0Rex\u3000", "\ufeffRex\u2028", "R", "x".repeat(100), ` ${"x".repeat(100)}\t`, "a b", "é".repeat(100),
-      "", " ", "\t\n\u000b\u000c\r\u00a0\u1680\u2000\u200a\u2028\u2029\u202f\u205f\u3000\ufeff", "x".repeat(101),
-      "Re\u0000x", "\u0000", "Rex\u0000 ", "\u200bRex", "\u0085", "a".repeat(99) + "\u0000"
+      "Rex",
+      " Rex ",
+      "\u00a0Rex\u3000",
+      "\ufeffRex\u2028",
+      "R",
+      "x".repeat(100),
+      ` ${"x".repeat(100)}\t`,
+      "a b",
+      "é".repeat(100),
+      "",
+      " ",
+      "\t\n\u000b\u000c\r\u00a0\u1680\u2000\u200a\u2028\u2029\u202f\u205f\u3000\ufeff",
+      "x".repeat(101),
+      "Re\u0000x",
+      "\u0000",
+      "Rex\u0000 ",
+      "\u200bRex",
+      "\u0085",
+      "a".repeat(99) + "\u0000"
     ]
     for (const name of cases) {
       expect(namePattern.test(name), JSON.stringify(name)).toBe(decodesName(name))
@@ -232,8 +269,25 @@ describe("the document's patterns say what the contract decodes", () => {
     const keyPattern = new RegExp(parameter("/pets", "post", "Idempotency-Key").schema.pattern, "u")
     const decodes = (value: string) => Exit.isSuccess(Schema.decodeUnknownExit(IdempotencyKey)(value))
     const cases = [
-      "k", "\"k\"", "\"", "\"\"", "\"a", "a\"", " k ", "\u00a0k\u00a0", "\" \"", "\u00a0", " ", "\t", "",
-      "x".repeat(255), "x".repeat(256), `"${"x".repeat(255)}"`, `"${"x".repeat(256)}"`, "ä€ÿ", "\u00a0\"k\"\u00a0"
+      "k",
+      "\"k\"",
+      "\"",
+      "\"\"",
+      "\"a",
+      "a\"",
+      " k ",
+      "\u00a0k\u00a0",
+      "\" \"",
+      "\u00a0",
+      " ",
+      "\t",
+      "",
+      "x".repeat(255),
+      "x".repeat(256),
+      `"${"x".repeat(255)}"`,
+      `"${"x".repeat(256)}"`,
+      "ä€ÿ",
+      "\u00a0\"k\"\u00a0"
     ]
     for (const value of cases) {
       expect(keyPattern.test(value), JSON.stringify(value)).toBe(decodes(value))

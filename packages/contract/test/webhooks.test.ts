@@ -44,7 +44,11 @@ describe("verifyWebhook, against the Standard Webhooks reference implementation 
     Effect.gen(function*() {
       yield* TestClock.setTime(now)
       const signature = signWebhook(secret, event.id, now / 1000, body)
-      const headers = { "webhook-id": event.id, "webhook-timestamp": String(now / 1000), "webhook-signature": signature }
+      const headers = {
+        "webhook-id": event.id,
+        "webhook-timestamp": String(now / 1000),
+        "webhook-signature": signature
+      }
       const refused = (secretUsed: string, h: Record<string, string>, b: string) =>
         Effect.map(Effect.exit(verifyWebhook(secretUsed, h, b)), Exit.isFailure)
       assert.isTrue(yield* refused(secret, headers, body.replace("Rex", "Max")))
@@ -63,7 +67,10 @@ describe("verifyWebhook, against the Standard Webhooks reference implementation 
 
 describe("the OpenAPI document's webhooks", () => {
   it("has a top-level webhooks entry per event type, each a signed POST of its event schema", () => {
-    const spec = OpenApi.fromApi(PetstoreApi) as unknown as { webhooks: Record<string, any>; components: { schemas: Record<string, unknown> } }
+    const spec = OpenApi.fromApi(PetstoreApi) as unknown as {
+      webhooks: Record<string, any>
+      components: { schemas: Record<string, unknown> }
+    }
     assert.sameMembers(Object.keys(spec.webhooks), [
       "pet.created",
       "pet.updated",
@@ -74,8 +81,16 @@ describe("the OpenAPI document's webhooks", () => {
       "webhook.test"
     ])
     const placed = spec.webhooks["order.placed"].post
-    assert.deepStrictEqual(placed.requestBody.content["application/json"].schema, { $ref: "#/components/schemas/OrderEvent" })
-    assert.sameMembers(placed.parameters.map((p: { name: string }) => p.name), ["webhook-id", "webhook-timestamp", "webhook-signature"])
-    for (const schema of ["PetEvent", "OrderEvent", "WebhookTestEvent"]) assert.property(spec.components.schemas, schema)
+    assert.deepStrictEqual(placed.requestBody.content["application/json"].schema, {
+      $ref: "#/components/schemas/OrderEvent"
+    })
+    assert.sameMembers(placed.parameters.map((p: { name: string }) => p.name), [
+      "webhook-id",
+      "webhook-timestamp",
+      "webhook-signature"
+    ])
+    for (const schema of ["PetEvent", "OrderEvent", "WebhookTestEvent"]) {
+      assert.property(spec.components.schemas, schema)
+    }
   })
 })

@@ -75,7 +75,9 @@ export const startHaproxy = async (options: {
     env: { PATH: process.env.PATH ?? "", ...options.env },
     stdio: ["ignore", "pipe", "pipe"]
   })
-  const forget = child.pid === undefined ? () => {} : guardResource({ kind: "process", pid: child.pid, commandLineIncludes: options.configFile })
+  const forget = child.pid === undefined
+    ? () => {}
+    : guardResource({ kind: "process", pid: child.pid, commandLineIncludes: options.configFile })
   let output = ""
   child.stdout!.on("data", (chunk) => (output += chunk))
   child.stderr!.on("data", (chunk) => (output += chunk))

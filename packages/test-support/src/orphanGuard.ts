@@ -80,7 +80,7 @@ const startGuard = () => {
  * Has the guard undo `resource` should this process end before it does; call
  * the returned function once the resource is gone.
  */
-export const guardResource = (resource: GuardedResource): (() => void) => {
+export const guardResource = (resource: GuardedResource): () => void => {
   const current = guard ??= startGuard()
   const id = current.next++
   const send = (message: object) => current.child.stdin!.write(`${JSON.stringify(message)}\n`)

@@ -8,7 +8,9 @@ import { freePort } from "./ports.ts"
 
 /** Debian's `pgbouncer` binary, or `PGBOUNCER`; undefined when neither is installed. */
 export const pgbouncerBinary = (): string | undefined =>
-  [process.env.PGBOUNCER, "/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"].find((path) => path !== undefined && existsSync(path))
+  [process.env.PGBOUNCER, "/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"].find((path) =>
+    path !== undefined && existsSync(path)
+  )
 
 export interface PgBouncer {
   readonly port: number
@@ -67,7 +69,8 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<PgBounc
   )
   const asRoot = process.getuid?.() === 0
   if (asRoot) {
-    const [uid, gid] = readFileSync("/etc/passwd", "utf8").split("\n").find((line) => line.startsWith("postgres:"))!.split(":").slice(2, 4)
+    const [uid, gid] = readFileSync("/etc/passwd", "utf8").split("\n").find((line) => line.startsWith("postgres:"))!
+      .split(":").slice(2, 4)
     for (const file of ["", "pgbouncer.ini", "userlist.txt"]) chownSync(join(dir, file), Number(uid), Number(gid))
   }
   // setpriv execs PgBouncer itself (runuser would stay its parent and not pass signals on): stopping the child stops it.
@@ -112,7 +115,15 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<PgBounc
     log,
     admin: async (command) => {
       // The console speaks only the simple protocol: no type lookup at connect, one simple query.
-      const adminConsole = postgres({ host: "127.0.0.1", port, database: "pgbouncer", username: options.users[0], max: 1, fetch_types: false, onnotice: () => {} })
+      const adminConsole = postgres({
+        host: "127.0.0.1",
+        port,
+        database: "pgbouncer",
+        username: options.users[0],
+        max: 1,
+        fetch_types: false,
+        onnotice: () => {}
+      })
       try {
         return await adminConsole.unsafe(command).simple()
       } finally {

@@ -1,5 +1,14 @@
 import { execFile } from "node:child_process"
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync, appendFileSync, readFileSync } from "node:fs"
+import {
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+  appendFileSync,
+  readFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -64,7 +73,9 @@ export interface PostgresClusterOptions {
  */
 export const startPostgresCluster = async (options: PostgresClusterOptions): Promise<PostgresCluster> => {
   const binDir = postgresBinDir()
-  if (binDir === undefined) throw new Error("no PostgreSQL binaries (initdb, pg_ctl) under /usr/lib/postgresql; set PG_BINDIR")
+  if (binDir === undefined) {
+    throw new Error("no PostgreSQL binaries (initdb, pg_ctl) under /usr/lib/postgresql; set PG_BINDIR")
+  }
   const owner = osUser("postgres")
   if (owner === undefined) throw new Error("no `postgres` OS user to run the test's PostgreSQL cluster as")
   const port = options.port ?? 5432

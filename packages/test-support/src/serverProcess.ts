@@ -82,10 +82,13 @@ export const startServerProcess = async (
   let port: number
   let adminPort: number
   // A port free when chosen may be taken before the server binds it (by another suite's listener): choose again.
-  for (let attempt = 1; ; attempt++) {
+  for (let attempt = 1;; attempt++) {
     port = await freePort()
     adminPort = await freePort()
-    server = spawnServer({ PORT: String(port), ADMIN_PORT: String(adminPort), ADMIN_TOKEN, HOST: "127.0.0.1", ...env }, entry)
+    server = spawnServer(
+      { PORT: String(port), ADMIN_PORT: String(adminPort), ADMIN_TOKEN, HOST: "127.0.0.1", ...env },
+      entry
+    )
     try {
       await waitUntilReady(server, `http://127.0.0.1:${port}/readyz`, timeoutMs)
       break
@@ -120,7 +123,11 @@ export const waitUntilReady = async (
   const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     if (server.child.exitCode !== null || server.child.signalCode !== null) {
-      throw new Error(`the server exited (${server.child.exitCode ?? server.child.signalCode}) before it was ready:\n${server.output()}`)
+      throw new Error(
+        `the server exited (${
+          server.child.exitCode ?? server.child.signalCode
+        }) before it was ready:\n${server.output()}`
+      )
     }
     const answered = await fetch(url, { signal: AbortSignal.timeout(2_000) }).then((r) => ready(r.status), () => false)
     if (answered) return

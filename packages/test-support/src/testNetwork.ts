@@ -61,7 +61,8 @@ const isAlive = (pid: number) => {
   }
 }
 
-const namespacesOf = (listing: string) => listing.split("\n").map((line) => line.split(" ")[0] ?? "").filter((name) => name !== "")
+const namespacesOf = (listing: string) =>
+  listing.split("\n").map((line) => line.split(" ")[0] ?? "").filter((name) => name !== "")
 
 const pidsIn = (namespace: string): Array<number> => {
   const listed = spawnSync("ip", ["netns", "pids", namespace], { encoding: "utf8" })
@@ -151,7 +152,11 @@ export const createTestNetwork = async (members: ReadonlyArray<string>): Promise
 }
 
 /** The command line that runs `command` inside a namespace: `ip netns exec` execs it, so the pid is the command's. */
-export const inNamespace = (namespace: string, command: string, args: ReadonlyArray<string>): [string, Array<string>] => [
+export const inNamespace = (
+  namespace: string,
+  command: string,
+  args: ReadonlyArray<string>
+): [string, Array<string>] => [
   "ip",
   ["netns", "exec", namespace, command, ...args]
 ]

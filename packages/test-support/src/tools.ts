@@ -2,13 +2,17 @@ import { existsSync, realpathSync } from "node:fs"
 import { delimiter, join } from "node:path"
 
 const executableOnPath = (command: string): string | undefined =>
-  (process.env.PATH ?? "").split(delimiter).filter((dir) => dir !== "").map((dir) => join(dir, command)).find(existsSync)
+  (process.env.PATH ?? "").split(delimiter).filter((dir) => dir !== "").map((dir) => join(dir, command)).find(
+    existsSync
+  )
 
 /**
  * Every binary of a real tool a test runs: the one on `PATH`, then those named in
  * the variable `envVar` (paths separated by `:`), each once.
  */
-export const findToolBinaries = (options: { readonly command: string; readonly envVar: string }): ReadonlyArray<string> => {
+export const findToolBinaries = (
+  options: { readonly command: string; readonly envVar: string }
+): ReadonlyArray<string> => {
   const fromEnv = (process.env[options.envVar] ?? "").split(":").filter((path) => path !== "" && existsSync(path))
   const found = [executableOnPath(options.command), ...fromEnv].filter((path) => path !== undefined)
   const seen = new Set<string>()

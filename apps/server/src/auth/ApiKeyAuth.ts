@@ -39,7 +39,10 @@ export const bearerChallenge = (realm: string, credential: Redacted.Redacted<str
   Redacted.value(credential) === "" ? `Bearer realm="${realm}"` : `Bearer realm="${realm}", error="invalid_token"`
 
 /** Whether a bearer credential is the operator's admin token (compared in constant time). */
-export const isAdminToken = (adminToken: Option.Option<Redacted.Redacted<string>>, credential: Redacted.Redacted<string>) => {
+export const isAdminToken = (
+  adminToken: Option.Option<Redacted.Redacted<string>>,
+  credential: Redacted.Redacted<string>
+) => {
   if (Option.isNone(adminToken)) return false
   const given = Buffer.from(Redacted.value(credential))
   const expected = Buffer.from(Redacted.value(adminToken.value))

@@ -61,20 +61,23 @@ const toApiKey = (row: ApiKeyRow): ApiKey => ({
   createdAt: new Date(row.created_at)
 })
 
-
 /** Enterprise keys carry their own limits; every other plan's limits are the plan's. */
 const checkPlanLimits = (plan: Plan, limits: QuotaLimits | undefined) => {
   if (plan === "enterprise" && limits === undefined) {
-    return Effect.fail(new InvalidRequest({
-      message: "An enterprise key needs `limits`",
-      details: [{ path: "body.limits", message: "required for the enterprise plan" }]
-    }))
+    return Effect.fail(
+      new InvalidRequest({
+        message: "An enterprise key needs `limits`",
+        details: [{ path: "body.limits", message: "required for the enterprise plan" }]
+      })
+    )
   }
   if (plan !== "enterprise" && limits !== undefined) {
-    return Effect.fail(new InvalidRequest({
-      message: `The ${plan} plan has fixed limits; \`limits\` is only for enterprise keys`,
-      details: [{ path: "body.limits", message: "allowed only with the enterprise plan" }]
-    }))
+    return Effect.fail(
+      new InvalidRequest({
+        message: `The ${plan} plan has fixed limits; \`limits\` is only for enterprise keys`,
+        details: [{ path: "body.limits", message: "allowed only with the enterprise plan" }]
+      })
+    )
   }
   return Effect.void
 }
@@ -115,7 +118,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const announceChange = (id: ApiKeyId) => db.query(sql`SELECT pg_notify(${KEYS_CHANGED_CHANNEL}, ${id})`)
 
       const find = (id: ApiKeyId) =>
-        db.query<ApiKeyRow>(sql`SELECT id, name, plan, per_minute, per_day, role, created_at FROM api_keys WHERE id = ${id} AND revoked_at IS NULL`).pipe(
+        db.query<ApiKeyRow>(
+          sql`SELECT id, name, plan, per_minute, per_day, role, created_at FROM api_keys WHERE id = ${id} AND revoked_at IS NULL`
+        ).pipe(
           Effect.map((rows) => Option.map(Option.fromUndefinedOr(rows[0]), toApiKey))
         )
 
@@ -146,7 +151,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         const [row] = yield* db.query<ApiKeyRow>(sql`
           INSERT INTO api_keys (id, secret_hash, name, plan, per_minute, per_day, role)
           VALUES (${newKeyId()}, ${hashSecret(secret)}, ${request.name ?? ""}, ${request.plan},
-                  ${request.limits?.perMinute ?? null}, ${request.limits?.perDay ?? null}, ${request.role ?? "customer"})
+                  ${request.limits?.perMinute ?? null}, ${request.limits?.perDay ?? null}, ${
+          request.role ?? "customer"
+        })
           RETURNING id, name, plan, per_minute, per_day, role, created_at`)
         return { key: toApiKey(row!), secret }
       }, traced("ApiKeys.create"))
@@ -160,7 +167,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           : undefined)
         yield* checkPlanLimits(plan, plan === "enterprise" ? limits : request.limits)
         const rows = yield* db.query<ApiKeyRow>(sql`
-          UPDATE api_keys SET plan = ${plan}, per_minute = ${limits?.perMinute ?? null}, per_day = ${limits?.perDay ?? null},
+          UPDATE api_keys SET plan = ${plan}, per_minute = ${limits?.perMinute ?? null}, per_day = ${
+          limits?.perDay ?? null
+        },
             role = ${request.role ?? existing.value.role}
           WHERE id = ${id} AND revoked_at IS NULL
           RETURNING id, name, plan, per_minute, per_day, role, created_at`)

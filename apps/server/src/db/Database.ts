@@ -88,7 +88,10 @@ export const openDrivers = Effect.fnUntraced(function*(config: AppConfigValues, 
   if (Option.isNone(url) && dataDir !== undefined) yield* prepareDataDir(dataDir)
   const open = (make: () => Promise<Driver> | Driver, onFailure: (cause: unknown) => StartupError) =>
     Effect.acquireRelease(
-      Effect.tryPromise({ try: async () => make(), catch: (cause) => cause instanceof StartupError ? cause : onFailure(cause) }),
+      Effect.tryPromise({
+        try: async () => make(),
+        catch: (cause) => cause instanceof StartupError ? cause : onFailure(cause)
+      }),
       (driver) => Effect.promise(() => driver.close().catch(() => undefined))
     )
   const onConnectionClosed = (reason: string) => recordConnectionClosedUnsafe(context, reason)
@@ -121,7 +124,11 @@ export const openDrivers = Effect.fnUntraced(function*(config: AppConfigValues, 
       (cause) => new StartupError({ message: `DATABASE_DIRECT_URL: ${String(cause)}` })
     )
   )
-  return { main, direct, schemaVariable: Option.isSome(direct) ? "DATABASE_DIRECT_URL" : "DATABASE_URL" } satisfies Drivers
+  return {
+    main,
+    direct,
+    schemaVariable: Option.isSome(direct) ? "DATABASE_DIRECT_URL" : "DATABASE_URL"
+  } satisfies Drivers
 })
 
 /** Where migrations run: the direct connection when there is one. */
@@ -192,7 +199,9 @@ const prepareSchema = Effect.fnUntraced(function*(config: AppConfigValues, drive
 
 export class Database extends Context.Service<Database, {
   readonly kind: Driver["kind"]
-  readonly query: <Row = Record<string, unknown>>(statement: Statement) => Effect.Effect<ReadonlyArray<Row>, DatabaseError>
+  readonly query: <Row = Record<string, unknown>>(
+    statement: Statement
+  ) => Effect.Effect<ReadonlyArray<Row>, DatabaseError>
   /** Runs `onNotify` for every NOTIFY on the channel, from any process, until the scope closes. */
   readonly listen: (
     channel: string,
@@ -242,7 +251,10 @@ export class Database extends Context.Service<Database, {
           }),
         listen: (channel, onNotify) =>
           Effect.asVoid(Effect.acquireRelease(
-            Effect.tryPromise({ try: () => listener.listen(channel, onNotify), catch: (cause) => new DatabaseError({ cause }) }),
+            Effect.tryPromise({
+              try: () => listener.listen(channel, onNotify),
+              catch: (cause) => new DatabaseError({ cause })
+            }),
             (unlisten) => Effect.promise(() => unlisten().catch(() => undefined))
           ))
       })

@@ -127,7 +127,6 @@ const FLUSH = 0x48 // H
 const READY_FOR_QUERY = 0x5a // Z
 const BACKEND_KEY_DATA = 0x4b // K
 
-
 /** Watches `socket` (already connected, in the clear) from the client's first byte on; returns it. */
 export const watchAnswers = <S extends Duplex>(
   socket: S,
@@ -170,19 +169,24 @@ export const watchAnswers = <S extends Duplex>(
       }
     }
   })
-  const received = new Framer(false, (type) => {
-    if (type !== READY_FOR_QUERY) {
-      // Answers come in order: once every Sync before it is answered, the next message answers the Flush.
-      if (owed === 0) flushOwed = false
-      return
+  const received = new Framer(
+    false,
+    (type) => {
+      if (type !== READY_FOR_QUERY) {
+        // Answers come in order: once every Sync before it is answered, the next message answers the Flush.
+        if (owed === 0) flushOwed = false
+        return
+      }
+      if (owed === 0) return close("out_of_protocol")
+      owed--
+    },
+    new Set([BACKEND_KEY_DATA]),
+    (_type, body) => {
+      if (body.length < 8 || sessions === undefined) return
+      const forget = sessions.add(body.readUInt32BE(0), body.readUInt32BE(4), close)
+      socket.once("close", forget)
     }
-    if (owed === 0) return close("out_of_protocol")
-    owed--
-  }, new Set([BACKEND_KEY_DATA]), (_type, body) => {
-    if (body.length < 8 || sessions === undefined) return
-    const forget = sessions.add(body.readUInt32BE(0), body.readUInt32BE(4), close)
-    socket.once("close", forget)
-  })
+  )
   const write = socket.write.bind(socket) as (...args: Array<unknown>) => boolean
   socket.write = ((chunk: unknown, ...rest: Array<unknown>) => {
     if (chunk instanceof Uint8Array) sent.push(chunk)

@@ -27,8 +27,12 @@ export const answerTogetherOrEach = <R extends Request.Request<unknown, Database
     Effect.catch((error) =>
       entries.length === 1 || error.unavailable
         ? Effect.sync(() => failAll(entries)(error))
-        : Effect.forEach(entries, (entry) => answer([entry]).pipe(Effect.catch((own) => Effect.sync(() => failAll([entry])(own)))), {
-          discard: true
-        })
+        : Effect.forEach(
+          entries,
+          (entry) => answer([entry]).pipe(Effect.catch((own) => Effect.sync(() => failAll([entry])(own)))),
+          {
+            discard: true
+          }
+        )
     )
   )

@@ -38,7 +38,9 @@ const readPem = (variable: string, parameter: string, path: string) => {
   } catch (cause) {
     const code = (cause as { code?: string }).code
     throw new StartupError({
-      message: `${variable}: ${parameter} ${path}: ${code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : String(code ?? cause)}`
+      message: `${variable}: ${parameter} ${path}: ${
+        code === "ENOENT" ? "no such file" : code === "EACCES" ? "permission denied" : String(code ?? cause)
+      }`
     })
   }
 }
@@ -68,7 +70,9 @@ export const connectionSettings = (variable: string, url: string): ConnectionSet
   }
   const file = (parameter: string) => {
     const path = params.get(parameter)
-    return path === null || (parameter === "sslrootcert" && path === "system") ? undefined : readPem(variable, parameter, path)
+    return path === null || (parameter === "sslrootcert" && path === "system")
+      ? undefined
+      : readPem(variable, parameter, path)
   }
   const [cert, key] = [file("sslcert"), file("sslkey")]
   if ((cert === undefined) !== (key === undefined)) fail("sslcert and sslkey go together: set both or neither")

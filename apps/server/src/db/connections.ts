@@ -27,7 +27,9 @@ export const describeTlsFailure = (cause: unknown): string | undefined => {
   const code = (cause as { code?: unknown } | undefined)?.code
   const message = cause instanceof Error ? cause.message : String(cause)
   if (code === "TLS_REFUSED") return message
-  if (code === "ERR_TLS_CERT_ALTNAME_INVALID") return `TLS: the server's certificate does not name this host (${message})`
+  if (code === "ERR_TLS_CERT_ALTNAME_INVALID") {
+    return `TLS: the server's certificate does not name this host (${message})`
+  }
   if (
     typeof code === "string" &&
     /^(UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO|CERT_|ERR_TLS|ERR_SSL|EPROTO)/.test(code)
@@ -89,31 +91,38 @@ const withTimeout = async <A>(options: SocketOptions, socket: net.Socket, work: 
 const open = async (options: SocketOptions, host: string, port: number, path: string | undefined): Promise<Duplex> => {
   const { settings } = options
   const raw = path === undefined ? net.connect({ host, port }) : net.connect({ path })
-  return withTimeout(options, raw, (async () => {
-    await once(raw, "connect")
-    if (settings.sslMode === "disable") return raw
-    raw.write(SSL_REQUEST)
-    const [answer] = (await once(raw, "data")) as [Buffer]
-    if (answer[0] !== 0x53) {
-      if (settings.sslMode === "prefer") return raw
-      raw.destroy()
-      throw new ConnectionFailure("TLS_REFUSED", `TLS refused: the server does not accept TLS, and sslmode=${settings.sslMode} requires it`)
-    }
-    // libpq: `require` with a root certificate given verifies the chain, as `verify-ca` does.
-    const verify = settings.sslMode === "verify-full" || settings.sslMode === "verify-ca" ||
-      (settings.sslMode === "require" && settings.tls.ca !== undefined)
-    const secure = tls.connect({
-      socket: raw,
-      // The name the certificate must carry (verify-full): without it Node would check for "localhost".
-      host,
-      ...(net.isIP(host) ? {} : { servername: host }),
-      ...settings.tls,
-      rejectUnauthorized: verify,
-      ...(settings.sslMode === "verify-full" ? {} : { checkServerIdentity: () => undefined })
-    })
-    await once(secure, "secureConnect")
-    return secure
-  })())
+  return withTimeout(
+    options,
+    raw,
+    (async () => {
+      await once(raw, "connect")
+      if (settings.sslMode === "disable") return raw
+      raw.write(SSL_REQUEST)
+      const [answer] = (await once(raw, "data")) as [Buffer]
+      if (answer[0] !== 0x53) {
+        if (settings.sslMode === "prefer") return raw
+        raw.destroy()
+        throw new ConnectionFailure(
+          "TLS_REFUSED",
+          `TLS refused: the server does not accept TLS, and sslmode=${settings.sslMode} requires it`
+        )
+      }
+      // libpq: `require` with a root certificate given verifies the chain, as `verify-ca` does.
+      const verify = settings.sslMode === "verify-full" || settings.sslMode === "verify-ca" ||
+        (settings.sslMode === "require" && settings.tls.ca !== undefined)
+      const secure = tls.connect({
+        socket: raw,
+        // The name the certificate must carry (verify-full): without it Node would check for "localhost".
+        host,
+        ...(net.isIP(host) ? {} : { servername: host }),
+        ...settings.tls,
+        rejectUnauthorized: verify,
+        ...(settings.sslMode === "verify-full" ? {} : { checkServerIdentity: () => undefined })
+      })
+      await once(secure, "secureConnect")
+      return secure
+    })()
+  )
 }
 
 /**
@@ -126,7 +135,9 @@ export const socketFactory = (options: SocketOptions) => {
   let next = 0
   return async (postgresOptions: PostgresSocketOptions): Promise<Duplex> => {
     const { host: hosts, port: ports } = postgresOptions
-    const path = typeof postgresOptions.path === "string" && postgresOptions.path !== "" ? postgresOptions.path : undefined
+    const path = typeof postgresOptions.path === "string" && postgresOptions.path !== ""
+      ? postgresOptions.path
+      : undefined
     const count = path === undefined ? hosts.length : 1
     const first = next++
     let lastError: unknown
@@ -134,7 +145,9 @@ export const socketFactory = (options: SocketOptions) => {
       const index = (first + tried) % count
       try {
         const socket = await open(options, hosts[index]!, ports[index] ?? ports[0]!, path)
-        return options.silenceMillis > 0 ? watchAnswers(socket, options.silenceMillis, options.onClose, options.sessions) : socket
+        return options.silenceMillis > 0
+          ? watchAnswers(socket, options.silenceMillis, options.onClose, options.sessions)
+          : socket
       } catch (error) {
         lastError = error
       }

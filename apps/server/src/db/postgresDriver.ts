@@ -50,7 +50,9 @@ export const postgresDriver = (settings: ConnectionSettings, options: PostgresDr
         sessions
       })
     } as {}),
-    ...(settings.targetSessionAttrs === undefined ? {} : { target_session_attrs: settings.targetSessionAttrs as "primary" }),
+    ...(settings.targetSessionAttrs === undefined
+      ? {}
+      : { target_session_attrs: settings.targetSessionAttrs as "primary" }),
     connection: { application_name: settings.applicationName },
     types: {
       int8: { to: INT8_OID, from: [INT8_OID], serialize: String, parse: parseInt8 }

@@ -63,9 +63,14 @@ export const AdminHandlers = HttpApiBuilder.group(
             }
           })
         ))
-      .handle("unbanKey", ({ params }) =>
-        findKey(params.id).pipe(Effect.flatMap((key) => Effect.orDie(quota.unban(quota.keySubject(key))))))
-      .handle("keyWebhookEndpoints", ({ params }) =>
-        findKey(params.id).pipe(Effect.flatMap((key) => Effect.orDie(webhookEndpoints.list(key.id)))))
+      .handle(
+        "unbanKey",
+        ({ params }) =>
+          findKey(params.id).pipe(Effect.flatMap((key) => Effect.orDie(quota.unban(quota.keySubject(key)))))
+      )
+      .handle(
+        "keyWebhookEndpoints",
+        ({ params }) => findKey(params.id).pipe(Effect.flatMap((key) => Effect.orDie(webhookEndpoints.list(key.id))))
+      )
   })
 )

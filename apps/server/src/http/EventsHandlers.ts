@@ -7,7 +7,8 @@ import { dieOnDatabaseError } from "./errors.ts"
 import { PublicUrl } from "./PublicUrl.ts"
 
 /** An events cursor: the last event's position (transaction id, order of writing), base64url, opaque to clients. */
-export const encodeEventCursor = (after: EventPosition) => Buffer.from(`events:${after.tx}.${after.seq}`).toString("base64url")
+export const encodeEventCursor = (after: EventPosition) =>
+  Buffer.from(`events:${after.tx}.${after.seq}`).toString("base64url")
 
 const EVENT_CURSOR = /^events:([0-9]{1,20})\.([1-9][0-9]{0,15})$/
 
@@ -16,10 +17,12 @@ export const decodeEventCursor = (cursor: string | undefined) => {
   const match = EVENT_CURSOR.exec(Buffer.from(cursor, "base64url").toString("utf8"))
   return match !== null && Number.isSafeInteger(Number(match[2])) && BigInt(match[1]!) < 2n ** 64n
     ? Effect.succeed({ tx: match[1]!, seq: Number(match[2]) })
-    : Effect.fail(new InvalidRequest({
-      message: "Invalid request query. query.cursor: not a cursor this service issued",
-      details: [{ path: "query.cursor", message: "not a cursor this service issued" }]
-    }))
+    : Effect.fail(
+      new InvalidRequest({
+        message: "Invalid request query. query.cursor: not a cursor this service issued",
+        details: [{ path: "query.cursor", message: "not a cursor this service issued" }]
+      })
+    )
 }
 
 /** `GET /v1/events` (beta): the caller's events, a keyset page at a time. */
@@ -43,7 +46,10 @@ export const EventsHandlers = HttpApiBuilder.group(
           params.set("cursor", encodeEventCursor(next))
           return `<${publicUrl.of(request, `/v1/events?${params}`)}>; rel="next"`
         })
-        return HttpApiSchema.withHeaders({ body: page.events, headers: Option.match(link, { onNone: () => ({}), onSome: (link) => ({ link }) }) })
+        return HttpApiSchema.withHeaders({
+          body: page.events,
+          headers: Option.match(link, { onNone: () => ({}), onSome: (link) => ({ link }) })
+        })
       }))
   })
 )
@@ -55,18 +61,40 @@ export const WebhooksHandlers = HttpApiBuilder.group(
   Effect.fn(function*(handlers) {
     const desk = yield* WebhookDesk
     return handlers
-      .handle("createWebhookEndpoint", ({ payload }) => CurrentApiKey.use((key) => desk.create(key, payload)).pipe(dieOnDatabaseError))
+      .handle(
+        "createWebhookEndpoint",
+        ({ payload }) => CurrentApiKey.use((key) => desk.create(key, payload)).pipe(dieOnDatabaseError)
+      )
       .handle("listWebhookEndpoints", () => CurrentApiKey.use((key) => desk.list(key)).pipe(dieOnDatabaseError))
-      .handle("getWebhookEndpoint", ({ params }) => CurrentApiKey.use((key) => desk.get(key, params.endpointId)).pipe(dieOnDatabaseError))
-      .handle("updateWebhookEndpoint", ({ params, payload }) =>
-        CurrentApiKey.use((key) => desk.update(key, params.endpointId, payload)).pipe(dieOnDatabaseError))
-      .handle("deleteWebhookEndpoint", ({ params }) => CurrentApiKey.use((key) => desk.remove(key, params.endpointId)).pipe(dieOnDatabaseError))
-      .handle("rotateWebhookSecret", ({ params }) =>
-        CurrentApiKey.use((key) => desk.rotateSecret(key, params.endpointId)).pipe(dieOnDatabaseError))
-      .handle("testWebhookEndpoint", ({ params }) => CurrentApiKey.use((key) => desk.test(key, params.endpointId)).pipe(dieOnDatabaseError))
-      .handle("listWebhookAttempts", ({ params }) =>
-        CurrentApiKey.use((key) => desk.attempts(key, params.endpointId)).pipe(dieOnDatabaseError))
-      .handle("redeliverWebhookEvent", ({ params, payload }) =>
-        CurrentApiKey.use((key) => desk.redeliver(key, params.endpointId, payload.eventId)).pipe(dieOnDatabaseError))
+      .handle(
+        "getWebhookEndpoint",
+        ({ params }) => CurrentApiKey.use((key) => desk.get(key, params.endpointId)).pipe(dieOnDatabaseError)
+      )
+      .handle(
+        "updateWebhookEndpoint",
+        ({ params, payload }) =>
+          CurrentApiKey.use((key) => desk.update(key, params.endpointId, payload)).pipe(dieOnDatabaseError)
+      )
+      .handle(
+        "deleteWebhookEndpoint",
+        ({ params }) => CurrentApiKey.use((key) => desk.remove(key, params.endpointId)).pipe(dieOnDatabaseError)
+      )
+      .handle(
+        "rotateWebhookSecret",
+        ({ params }) => CurrentApiKey.use((key) => desk.rotateSecret(key, params.endpointId)).pipe(dieOnDatabaseError)
+      )
+      .handle(
+        "testWebhookEndpoint",
+        ({ params }) => CurrentApiKey.use((key) => desk.test(key, params.endpointId)).pipe(dieOnDatabaseError)
+      )
+      .handle(
+        "listWebhookAttempts",
+        ({ params }) => CurrentApiKey.use((key) => desk.attempts(key, params.endpointId)).pipe(dieOnDatabaseError)
+      )
+      .handle(
+        "redeliverWebhookEvent",
+        ({ params, payload }) =>
+          CurrentApiKey.use((key) => desk.redeliver(key, params.endpointId, payload.eventId)).pipe(dieOnDatabaseError)
+      )
   })
 )

@@ -10,7 +10,10 @@ import { PublicUrl } from "./PublicUrl.ts"
 const placedAnswer = ({ order, replayed }: PlacedOrder) =>
   HttpApiSchema.withHeaders({
     body: order,
-    headers: { location: `/v1/store/orders/${order.id}`, ...(replayed ? { "idempotent-replayed": "true" as const } : {}) }
+    headers: {
+      location: `/v1/store/orders/${order.id}`,
+      ...(replayed ? { "idempotent-replayed": "true" as const } : {})
+    }
   })
 
 /** The store's operations (beta): each calls `OrderDesk` as the calling key. */
@@ -22,20 +25,36 @@ export const OrdersHandlers = HttpApiBuilder.group(
     const publicUrl = yield* PublicUrl
 
     return handlers
-      .handle("placeOrder", ({ headers, payload }) =>
-        CurrentApiKey.use((key) => desk.place(payload.petId, key, headers["idempotency-key"]))
-          .pipe(dieOnDatabaseError, Effect.map(placedAnswer)))
+      .handle(
+        "placeOrder",
+        ({ headers, payload }) =>
+          CurrentApiKey.use((key) => desk.place(payload.petId, key, headers["idempotency-key"]))
+            .pipe(dieOnDatabaseError, Effect.map(placedAnswer))
+      )
       .handle("listOrders", ({ query, request }) =>
         Effect.gen(function*() {
-          const pageQuery = { limit: query.limit ?? DEFAULT_PAGE_SIZE, status: query.status, after: yield* decodeCursor(query.cursor) }
+          const pageQuery = {
+            limit: query.limit ?? DEFAULT_PAGE_SIZE,
+            status: query.status,
+            after: yield* decodeCursor(query.cursor)
+          }
           const page = yield* dieOnDatabaseError(CurrentApiKey.use((key) => desk.list(key, pageQuery)))
           return HttpApiSchema.withHeaders({
             body: page.orders,
             headers: pageHeaders(page.nextAfter, pageQuery, (path) => publicUrl.of(request, path), "/v1/store/orders")
           })
         }))
-      .handle("getOrder", ({ params }) => CurrentApiKey.use((key) => desk.get(params.orderId, key)).pipe(dieOnDatabaseError))
-      .handle("cancelOrder", ({ params }) => CurrentApiKey.use((key) => desk.cancel(params.orderId, key)).pipe(dieOnDatabaseError))
-      .handle("deliverOrder", ({ params }) => CurrentApiKey.use((key) => desk.deliver(params.orderId, key)).pipe(dieOnDatabaseError))
+      .handle(
+        "getOrder",
+        ({ params }) => CurrentApiKey.use((key) => desk.get(params.orderId, key)).pipe(dieOnDatabaseError)
+      )
+      .handle(
+        "cancelOrder",
+        ({ params }) => CurrentApiKey.use((key) => desk.cancel(params.orderId, key)).pipe(dieOnDatabaseError)
+      )
+      .handle(
+        "deliverOrder",
+        ({ params }) => CurrentApiKey.use((key) => desk.deliver(params.orderId, key)).pipe(dieOnDatabaseError)
+      )
   })
 )

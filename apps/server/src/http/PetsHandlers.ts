@@ -20,7 +20,8 @@ const createdAnswer = ({ stored, replayed }: CreatedPet) =>
   })
 
 /** The pet with its `ETag`. */
-const versionedAnswer = (stored: StoredPet) => HttpApiSchema.withHeaders({ body: stored.pet, headers: { etag: etagOf(stored) } })
+const versionedAnswer = (stored: StoredPet) =>
+  HttpApiSchema.withHeaders({ body: stored.pet, headers: { etag: etagOf(stored) } })
 
 export const PetsHandlers = HttpApiBuilder.group(
   PetstoreApi,
@@ -34,16 +35,25 @@ export const PetsHandlers = HttpApiBuilder.group(
     return handlers
       .handle("listPets", ({ query, request }) =>
         Effect.gen(function*() {
-          const pageQuery = { limit: query.limit ?? DEFAULT_PAGE_SIZE, status: query.status, after: yield* decodeCursor(query.cursor) }
+          const pageQuery = {
+            limit: query.limit ?? DEFAULT_PAGE_SIZE,
+            status: query.status,
+            after: yield* decodeCursor(query.cursor)
+          }
           const page = yield* dieOnDatabaseError(pets.list(pageQuery))
           return HttpApiSchema.withHeaders({
             body: page.pets,
             headers: pageHeaders(page.nextAfter, pageQuery, (path) => publicUrl.of(request, path))
           })
         }))
-      .handle("createPet", ({ headers, payload }) =>
-        CurrentApiKey.use((key) => petCreation.create(payload, { apiKeyId: key.id, idempotencyKey: headers["idempotency-key"] }))
-          .pipe(dieOnDatabaseError, Effect.map(createdAnswer)))
+      .handle(
+        "createPet",
+        ({ headers, payload }) =>
+          CurrentApiKey.use((key) =>
+            petCreation.create(payload, { apiKeyId: key.id, idempotencyKey: headers["idempotency-key"] })
+          )
+            .pipe(dieOnDatabaseError, Effect.map(createdAnswer))
+      )
       .handle("getPet", ({ params }) =>
         pets.get(params.petId).pipe(
           dieOnDatabaseError,
@@ -52,9 +62,18 @@ export const PetsHandlers = HttpApiBuilder.group(
             onSome: (stored) => Effect.succeed(versionedAnswer(stored))
           }))
         ))
-      .handle("updatePet", ({ params, payload, headers }) =>
-        petChanges.update(params.petId, payload, headers["if-match"]).pipe(dieOnDatabaseError, Effect.map(versionedAnswer)))
-      .handle("deletePet", ({ params, headers }) =>
-        CurrentApiKey.use((key) => petChanges.remove(params.petId, headers["if-match"], key)).pipe(dieOnDatabaseError))
+      .handle(
+        "updatePet",
+        ({ params, payload, headers }) =>
+          petChanges.update(params.petId, payload, headers["if-match"]).pipe(
+            dieOnDatabaseError,
+            Effect.map(versionedAnswer)
+          )
+      )
+      .handle(
+        "deletePet",
+        ({ params, headers }) =>
+          CurrentApiKey.use((key) => petChanges.remove(params.petId, headers["if-match"], key)).pipe(dieOnDatabaseError)
+      )
   })
 )

@@ -12,8 +12,7 @@ export class PublicUrl extends Context.Service<PublicUrl, {
       const { publicBaseUrl } = yield* AppConfig
       const base = Option.map(publicBaseUrl, (url) => url.toString().replace(/\/+$/, ""))
       return PublicUrl.of({
-        of: (request, path) =>
-          Option.getOrElse(base, () => `http://${request.headers.host ?? "localhost"}`) + path
+        of: (request, path) => Option.getOrElse(base, () => `http://${request.headers.host ?? "localhost"}`) + path
       })
     })
   )

@@ -1,4 +1,10 @@
-import { type ErrorDetail, InvalidRequest, PayloadTooLarge, RequestValidation, UnsupportedMediaType } from "@petstore/contract"
+import {
+  type ErrorDetail,
+  InvalidRequest,
+  PayloadTooLarge,
+  RequestValidation,
+  UnsupportedMediaType
+} from "@petstore/contract"
 import { ByteSize, type Cause, Effect, Layer, SchemaIssue } from "effect"
 import { HttpIncomingMessage, HttpServerError, HttpServerRequest } from "effect/http"
 import { HttpApiError } from "effect/http-api"
@@ -52,8 +58,14 @@ const invalidRequestFrom = (error: HttpApiError.HttpApiSchemaError) => {
 }
 
 /** Decode failures arrive as the framework's HttpApiSchemaError; clients get a 400 that names each field. */
-const schemaErrorToInvalidRequest = <E>(error: E): Effect.Effect<never, Exclude<E, HttpApiError.HttpApiSchemaError> | InvalidRequest> =>
-  Effect.fail(HttpApiError.HttpApiSchemaError.is(error) ? invalidRequestFrom(error) : error as Exclude<E, HttpApiError.HttpApiSchemaError>)
+const schemaErrorToInvalidRequest = <E>(
+  error: E
+): Effect.Effect<never, Exclude<E, HttpApiError.HttpApiSchemaError> | InvalidRequest> =>
+  Effect.fail(
+    HttpApiError.HttpApiSchemaError.is(error)
+      ? invalidRequestFrom(error)
+      : error as Exclude<E, HttpApiError.HttpApiSchemaError>
+  )
 
 const isBodyTooLarge = (u: unknown) =>
   HttpServerError.isHttpServerError(u) && u.reason._tag === "RequestParseError" && u.reason.reason === "BodyTooLarge"
@@ -72,9 +84,12 @@ const bodyTooLargeToPayloadTooLarge = <E>(cause: Cause.Cause<E>): Effect.Effect<
  * Checks a request's shape before its handler runs and turns the framework's
  * own refusals (empty-bodied 400s, a plain-text 415) into documented errors.
  */
-export const RequestValidationLive = Layer.succeed(RequestValidation, (httpEffect, { endpoint }) =>
-  (endpoint.payload.size > 0 ? Effect.andThen(checkContentType, httpEffect) : httpEffect).pipe(
-    Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBodySize),
-    Effect.catch(schemaErrorToInvalidRequest),
-    Effect.catchCause(bodyTooLargeToPayloadTooLarge)
-  ))
+export const RequestValidationLive = Layer.succeed(
+  RequestValidation,
+  (httpEffect, { endpoint }) =>
+    (endpoint.payload.size > 0 ? Effect.andThen(checkContentType, httpEffect) : httpEffect).pipe(
+      Effect.provideService(HttpIncomingMessage.MaxBodySize, maxBodySize),
+      Effect.catch(schemaErrorToInvalidRequest),
+      Effect.catchCause(bodyTooLargeToPayloadTooLarge)
+    )
+)

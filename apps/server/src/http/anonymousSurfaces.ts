@@ -124,7 +124,12 @@ const anonymousAdmission = Effect.gen(function*() {
       if (!decision.admitted) yield* recordQuotaRefusal("anonymous", "rate_limited")
       const response = decision.admitted
         ? yield* route
-        : errorResponse(new RateLimited({ code: "rate_limited", message: "Rate limit exceeded; retry after the number of seconds in Retry-After" }))
+        : errorResponse(
+          new RateLimited({
+            code: "rate_limited",
+            message: "Rate limit exceeded; retry after the number of seconds in Retry-After"
+          })
+        )
       return HttpServerResponse.setHeaders(response, rateLimitHeaders(decision, !decision.admitted))
     }).pipe(answerEveryFailure)
 })
@@ -149,7 +154,9 @@ export const documentServers = (
     onNone: () =>
       Option.match(publicBaseUrl, {
         onNone: () => [],
-        onSome: (base) => [{ url: `${base.toString().replace(/\/+$/, "")}${API_BASE_PATH}`, description: "PUBLIC_BASE_URL" }]
+        onSome: (
+          base
+        ) => [{ url: `${base.toString().replace(/\/+$/, "")}${API_BASE_PATH}`, description: "PUBLIC_BASE_URL" }]
       })
   })
 
@@ -165,14 +172,23 @@ export const DocumentRoutes = Layer.unwrap(Effect.gen(function*() {
   const renderDocsPage = Effect.scoped(Effect.gen(function*() {
     const scalar = yield* HttpRouter.toHttpEffect(HttpApiScalar.layer(api, { path: "/docs" }))
     const page = yield* scalar.pipe(
-      Effect.provideService(HttpServerRequest.HttpServerRequest, HttpServerRequest.fromWeb(new Request("http://localhost/docs")))
+      Effect.provideService(
+        HttpServerRequest.HttpServerRequest,
+        HttpServerRequest.fromWeb(new Request("http://localhost/docs"))
+      )
     )
-    if (page.body._tag !== "Uint8Array") return yield* Effect.die(new Error(`The docs page is a ${page.body._tag} body`))
+    if (page.body._tag !== "Uint8Array") {
+      return yield* Effect.die(new Error(`The docs page is a ${page.body._tag} body`))
+    }
     return yield* represent(page.body.body, page.body.contentType)
   }))
   const docsPage = yield* Effect.cached(renderDocsPage)
   return HttpRouter.use(Effect.fnUntraced(function*(router) {
-    yield* router.add("GET", `${API_BASE_PATH}/openapi.json`, Effect.map(HttpServerRequest.HttpServerRequest, (request) => answer(document, request)))
+    yield* router.add(
+      "GET",
+      `${API_BASE_PATH}/openapi.json`,
+      Effect.map(HttpServerRequest.HttpServerRequest, (request) => answer(document, request))
+    )
     yield* router.add("GET", "/docs", Effect.zipWith(docsPage, HttpServerRequest.HttpServerRequest, answer))
   })).pipe(Layer.provide(DocumentEdge))
 }))
@@ -208,14 +224,21 @@ export const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
       Effect.andThen(Deferred.await(answer))
     )
   })
-  yield* router.add("GET", "/healthz", countedAs("/healthz", Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok" }))))
+  yield* router.add(
+    "GET",
+    "/healthz",
+    countedAs("/healthz", Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "ok" })))
+  )
   yield* router.add(
     "GET",
     "/readyz",
-    countedAs("/readyz", Effect.flatMap(isDraining, (draining) =>
-      draining
-        ? Effect.succeed(errorResponse(shuttingDown))
-        : Effect.map(probe, (isReady) => isReady ? ready : errorResponse(databaseUnavailable))))
+    countedAs(
+      "/readyz",
+      Effect.flatMap(isDraining, (draining) =>
+        draining
+          ? Effect.succeed(errorResponse(shuttingDown))
+          : Effect.map(probe, (isReady) => isReady ? ready : errorResponse(databaseUnavailable)))
+    )
   )
 }))
 

@@ -87,7 +87,10 @@ const nodesOwnStatus: Readonly<Record<string, number>> = { HPE_HEADER_OVERFLOW: 
 const answerFor = (error: ParseError): string => {
   switch (error.code) {
     case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
-      return errorAnswer(new PayloadTooLarge({ message: "The chunk extensions of the request body are over the limit" }), false)
+      return errorAnswer(
+        new PayloadTooLarge({ message: "The chunk extensions of the request body are over the limit" }),
+        false
+      )
     default: {
       const detail = detailOf(error)
       return errorAnswer(

@@ -50,11 +50,15 @@ const errorOfCause = Effect.fnUntraced(function*(cause: Cause.Cause<unknown>) {
   return new InternalError({ message: "The service failed to handle the request" })
 }, traced("errorOfCause"))
 
-export const renderCause = (cause: Cause.Cause<unknown>) => Effect.map(errorOfCause(cause), (error) => errorResponse(error))
+export const renderCause = (cause: Cause.Cause<unknown>) =>
+  Effect.map(errorOfCause(cause), (error) => errorResponse(error))
 
 /** Whatever a route leaves unanswered (defects, outages) still gets the Error shape; an interrupted request gets nothing. */
 export const answerEveryFailure = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-  Effect.catchCause(httpEffect, (cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : renderCause(cause))
+  Effect.catchCause(
+    httpEffect,
+    (cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : renderCause(cause)
+  )
 
 /**
  * Lets a database failure through to `renderCause`, the one place that answers
@@ -62,8 +66,13 @@ export const answerEveryFailure = <E, R>(httpEffect: Effect.Effect<HttpServerRes
  * themselves. It travels as a defect because an operation may fail only with
  * the errors it declares.
  */
-export const dieOnDatabaseError = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, DatabaseError>, R> =>
-  Effect.catch(effect, (error) => error instanceof DatabaseError ? Effect.die(error) : Effect.fail(error as Exclude<E, DatabaseError>))
+export const dieOnDatabaseError = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, DatabaseError>, R> =>
+  Effect.catch(
+    effect,
+    (error) => error instanceof DatabaseError ? Effect.die(error) : Effect.fail(error as Exclude<E, DatabaseError>)
+  )
 
 const isRouteNotFound = (u: unknown) => HttpServerError.isHttpServerError(u) && u.reason._tag === "RouteNotFound"
 

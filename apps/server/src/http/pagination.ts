@@ -15,10 +15,12 @@ export const decodeCursor = (cursor: string | undefined) => {
   const afterId = match ? Number(match[1]) : Number.NaN
   return Number.isSafeInteger(afterId) && /^[A-Za-z0-9_-]+$/.test(cursor)
     ? Effect.succeed(afterId)
-    : Effect.fail(new InvalidRequest({
-      message: "Invalid request query. query.cursor: not a cursor this service issued",
-      details: [{ path: "query.cursor", message: "not a cursor this service issued" }]
-    }))
+    : Effect.fail(
+      new InvalidRequest({
+        message: "Invalid request query. query.cursor: not a cursor this service issued",
+        details: [{ path: "query.cursor", message: "not a cursor this service issued" }]
+      })
+    )
 }
 
 /**

@@ -19,7 +19,10 @@ import { type Operation, routeTable } from "./routeTable.ts"
  * the proxy trust model (`TRUST_PROXY`) finds it, an IPv6 client by its /64.
  */
 /** `TRUST_PROXY` as the trust model reads it; the configuration already refused a value it cannot read. */
-export const configuredProxyTrust = Effect.map(AppConfig, (config) => Result.getOrThrow(parseProxyTrust(config.trustProxy)))
+export const configuredProxyTrust = Effect.map(
+  AppConfig,
+  (config) => Result.getOrThrow(parseProxyTrust(config.trustProxy))
+)
 
 export const anonymousSubjectOf = (request: HttpServerRequest.HttpServerRequest, trust: ProxyTrust) =>
   Option.match(clientAddress(trust, request.headers["x-forwarded-for"], request.remoteAddress), {
@@ -34,7 +37,10 @@ const rateLimited = (decision: QuotaDecision) =>
       code: "api_key_banned",
       message: "This API key kept sending while rate limited and is banned for a while; honour Retry-After"
     })
-    : new RateLimited({ code: "rate_limited", message: "Rate limit exceeded; retry after the number of seconds in Retry-After" })
+    : new RateLimited({
+      code: "rate_limited",
+      message: "Rate limit exceeded; retry after the number of seconds in Retry-After"
+    })
 
 /**
  * What quota admission decided for the current `/v1` request. The caller is
@@ -118,6 +124,9 @@ export const quotaAdmission = Effect.gen(function*() {
       const response = Option.isSome(admission.refusal) && Option.isNone(operation)
         ? errorResponse(admission.refusal.value)
         : yield* httpEffect.pipe(Effect.provideService(CurrentAdmission, admission), answerEveryFailure)
-      return HttpServerResponse.setHeaders(response, rateLimitHeaders(admission.decision, Option.isSome(admission.refusal)))
+      return HttpServerResponse.setHeaders(
+        response,
+        rateLimitHeaders(admission.decision, Option.isSome(admission.refusal))
+      )
     })
 })

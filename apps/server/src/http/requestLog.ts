@@ -58,6 +58,8 @@ export const requestLog = HttpRouter.middleware((httpEffect) =>
       // 499: the client went away before the answer (nginx's convention); else the router found no route.
       Effect.tapCause((cause) => logLine(Cause.hasInterruptsOnly(cause) ? 499 : 404)),
       Effect.annotateLogs({ requestId }),
-      Effect.flatMap((response) => Effect.as(logLine(response.status), HttpServerResponse.setHeader(response, "x-request-id", requestId)))
+      Effect.flatMap((response) =>
+        Effect.as(logLine(response.status), HttpServerResponse.setHeader(response, "x-request-id", requestId))
+      )
     )
   }), { global: true })

@@ -32,12 +32,18 @@ const pathOf = (url: string) => url.split("?")[0]!
 export const targetRefusal = (request: HttpServerRequest.HttpServerRequest): ApiError | undefined => {
   if (!request.url.startsWith("/")) {
     const message = "not a path: an absolute URL must have a valid host and port (RFC 9112 §3.2.2)"
-    return new InvalidRequest({ message: `Invalid request. target: ${message}`, details: [{ path: "target", message }] })
+    return new InvalidRequest({
+      message: `Invalid request. target: ${message}`,
+      details: [{ path: "target", message }]
+    })
   }
   const host = request.headers.host
   if (host !== undefined && !isValidHost(host)) {
     const message = "not a host with an optional port, such as api.example.com or 127.0.0.1:8080"
-    return new InvalidRequest({ message: `Invalid request. header.host: ${message}`, details: [{ path: "header.host", message }] })
+    return new InvalidRequest({
+      message: `Invalid request. header.host: ${message}`,
+      details: [{ path: "header.host", message }]
+    })
   }
   const path = pathOf(request.url)
   if (IGNORED_BY_THE_ROUTER.test(path)) return new NotFound({ message: `No operation at ${request.method} ${path}` })

@@ -14,8 +14,10 @@ const bearerCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
 /** A 401 carries the challenge of its realm (RFC 6750), whichever route answered it. */
 const challengeIfUnauthorized = (realm: string) => (response: HttpServerResponse.HttpServerResponse) =>
   response.status === 401
-    ? Effect.map(bearerCredential, (credential) =>
-      HttpServerResponse.setHeader(response, "www-authenticate", bearerChallenge(realm, credential)))
+    ? Effect.map(
+      bearerCredential,
+      (credential) => HttpServerResponse.setHeader(response, "www-authenticate", bearerChallenge(realm, credential))
+    )
     : Effect.succeed(response)
 
 /**

@@ -32,14 +32,17 @@ const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(function
 
 /** Route middleware of the admin API: its headers (and the Error shape of whatever failed), then the route. */
 const adminEdge = HttpRouter.middleware<{ handles: unknown }>()(
-  (route: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>) => adminResponseHeaders(emptyParameterIsUnknownPath(route))
+  (route: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>) =>
+    adminResponseHeaders(emptyParameterIsUnknownPath(route))
 ).layer
 
 /** Everything under `/v1` that answers to API keys. */
 const V1Routes = Layer.mergeAll(
   HttpApiBuilder.layer(PetstoreApi).pipe(
     Layer.provide(
-      Layer.mergeAll(PetsHandlers, OrdersHandlers, AccountHandlers, EventsHandlers, WebhooksHandlers).pipe(Layer.provide(Layer.mergeAll(ApiKeyAuthLive, RequestValidationLive)))
+      Layer.mergeAll(PetsHandlers, OrdersHandlers, AccountHandlers, EventsHandlers, WebhooksHandlers).pipe(
+        Layer.provide(Layer.mergeAll(ApiKeyAuthLive, RequestValidationLive))
+      )
     )
   ),
   unmatchedRoutes(PetstoreApi, "/v1")

@@ -18,7 +18,9 @@ export const noOperation = (request: HttpServerRequest.HttpServerRequest) =>
  * the API's own routes, and CONNECT, which Node never hands to the router. The
  * type names fewer methods than Node lets through; the router keys on the string.
  */
-const unmatchedMethods = METHODS.filter((method) => method !== "HEAD" && method !== "CONNECT") as ReadonlyArray<HttpMethod.HttpMethod>
+const unmatchedMethods = METHODS.filter((method) => method !== "HEAD" && method !== "CONNECT") as ReadonlyArray<
+  HttpMethod.HttpMethod
+>
 
 /**
  * Answers the paths under `prefix` that no operation matched: 405 with `Allow`
@@ -32,7 +34,9 @@ export const unmatchedRoutes = (api: ApiRoutes, prefix: `/${string}`) =>
       return Effect.succeed(
         allow.length > 0 && !allow.includes(request.method)
           ? errorResponse(
-            new MethodNotAllowed({ message: `${request.method} is not allowed on ${requestPath(request)}; use ${allow.join(", ")}` }),
+            new MethodNotAllowed({
+              message: `${request.method} is not allowed on ${requestPath(request)}; use ${allow.join(", ")}`
+            }),
             { allow: allow.join(", ") }
           )
           : noOperation(request)
@@ -42,7 +46,9 @@ export const unmatchedRoutes = (api: ApiRoutes, prefix: `/${string}`) =>
   }))
 
 /** Route middleware: a path the router matched with an empty parameter is answered as the unknown path it is. */
-export const emptyParameterIsUnknownPath = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+export const emptyParameterIsUnknownPath = <E, R>(
+  httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+) =>
   Effect.gen(function*() {
     const { params } = yield* HttpRouter.RouteContext
     return hasEmptyParameter(params) ? noOperation(yield* HttpServerRequest.HttpServerRequest) : yield* httpEffect

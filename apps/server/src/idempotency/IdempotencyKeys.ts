@@ -140,7 +140,9 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
         // Not claimed and not yet visible: another request holds it at this very moment.
         if (row?.request_hash === null || row?.request_hash === undefined) return { _tag: "InFlight" } as const
         if (row.request_hash !== requestHash) return { _tag: "Mismatch" } as const
-        return row.done_id === null ? { _tag: "InFlight" } as const : { _tag: "Replay", id: Number(row.done_id) } as const
+        return row.done_id === null
+          ? { _tag: "InFlight" } as const
+          : { _tag: "Replay", id: Number(row.done_id) } as const
       }, traced("IdempotencyKeys.claim"))
 
       const completeClaim = Effect.fnUntraced(function*(claim: HeldClaim, pet: NewPet) {
@@ -162,7 +164,9 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
       }, traced("IdempotencyKeys.completeClaim"))
 
       const completeOrderClaim = Effect.fnUntraced(function*(claim: HeldClaim, petId: number) {
-        const [row] = yield* db.query<{ readonly owned: boolean } & { readonly [K in keyof OrderRow]: OrderRow[K] | null }>(sql`
+        const [row] = yield* db.query<
+          { readonly owned: boolean } & { readonly [K in keyof OrderRow]: OrderRow[K] | null }
+        >(sql`
           WITH owned AS (
             SELECT 1 FROM idempotency_keys
             WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND claim_token = ${claim.token}::uuid
@@ -206,7 +210,8 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
               return yield* found(yield* creation.replay(claimed.id), true)
             case "Mismatch":
               return yield* new IdempotencyKeyReused({
-                message: `This Idempotency-Key was already used with a different body; use a new key for a new ${creation.noun}`
+                message:
+                  `This Idempotency-Key was already used with a different body; use a new key for a new ${creation.noun}`
               })
             case "InFlight":
               return yield* inFlight

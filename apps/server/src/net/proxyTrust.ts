@@ -59,7 +59,9 @@ export const parseProxyTrust = (setting: string): Result.Result<ProxyTrust, stri
   const proxies = new BlockList()
   for (const item of items) {
     const add = parseNetwork(item)
-    if (Result.isFailure(add)) return Result.fail(`${add.failure}; expected false, a number of proxy hops, or proxy addresses/CIDR networks`)
+    if (Result.isFailure(add)) {
+      return Result.fail(`${add.failure}; expected false, a number of proxy hops, or proxy addresses/CIDR networks`)
+    }
     add.success(proxies)
   }
   return Result.succeed({ kind: "proxies", proxies })

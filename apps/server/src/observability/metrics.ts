@@ -4,7 +4,9 @@ import { createHistogram } from "node:perf_hooks"
 
 const latencyBoundaries = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5]
 
-const requests = Metric.counter("http_requests_total", { description: "Requests answered, by route template and status" })
+const requests = Metric.counter("http_requests_total", {
+  description: "Requests answered, by route template and status"
+})
 const requestDuration = Metric.histogram("http_request_duration_seconds", {
   description: "Time to answer a request, by route template",
   boundaries: latencyBoundaries
@@ -25,7 +27,8 @@ const databaseQueryDuration = Metric.histogram("database_query_duration_seconds"
 })
 
 const databaseConnectionsClosed = Metric.counter("database_connections_closed_total", {
-  description: "Connections to PostgreSQL the server closed itself, by reason: silent (an answer owed did not come in time), " +
+  description:
+    "Connections to PostgreSQL the server closed itself, by reason: silent (an answer owed did not come in time), " +
     "out_of_protocol (an answer nothing had asked for) or timed_out (a statement on it timed out)"
 })
 const databaseTimeouts = Metric.counter("database_statement_timeouts_total", {
@@ -57,7 +60,12 @@ export const recordRequest = (route: string, status: number, seconds: number) =>
   Effect.andThen(Metric.update(requestsBy(`${route} ${status}`), 1), Metric.update(durationBy(route), seconds))
 
 /** `recordRequest`, at once, with the context of the fiber that answered (what `Metric.update` reads): for the request log, which runs on every request. */
-export const recordRequestUnsafe = (context: Context.Context<never>, route: string, status: number, seconds: number) => {
+export const recordRequestUnsafe = (
+  context: Context.Context<never>,
+  route: string,
+  status: number,
+  seconds: number
+) => {
   requestsBy(`${route} ${status}`).updateUnsafe(1, context)
   durationBy(route).updateUnsafe(seconds, context)
 }

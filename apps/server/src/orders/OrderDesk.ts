@@ -11,7 +11,14 @@ import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
-import { type MoveRefusal, type OrderPage, type OrderPageQuery, Orders, type OrderScope, type PlaceRefusal } from "./Orders.ts"
+import {
+  type MoveRefusal,
+  type OrderPage,
+  type OrderPageQuery,
+  Orders,
+  type OrderScope,
+  type PlaceRefusal
+} from "./Orders.ts"
 import { traced } from "../observability/spans.ts"
 
 /** The caller, as far as orders go: whose orders it sees, and whether it is staff. */
@@ -27,7 +34,8 @@ export interface PlacedOrder {
 }
 
 /** A customer sees its own orders, staff every order; another customer's order does not exist for it (404, never 403). */
-const scopeOf = (caller: Caller): OrderScope => caller.role === "staff" ? { _tag: "Every" } : { _tag: "Own", apiKeyId: caller.id }
+const scopeOf = (caller: Caller): OrderScope =>
+  caller.role === "staff" ? { _tag: "Every" } : { _tag: "Own", apiKeyId: caller.id }
 
 /** Distinct from every createPet hash (a JSON array of three), so a key reused across the two is a mismatch, never a replay. */
 const requestHash = (petId: number) => createHash("sha256").update(JSON.stringify(["placeOrder", petId])).digest("hex")
@@ -39,14 +47,15 @@ const placeRefused = (petId: number) => (refusal: PlaceRefusal) =>
 
 const noSuchOrder = (orderId: number) => new NotFound({ message: `No order has id ${orderId}` })
 
-const moveRefused = (orderId: number, verb: string) => (refusal: MoveRefusal): Effect.Effect<never, NotFound | InvalidTransition> => {
-  if (refusal._tag === "OrderMissing") return Effect.fail(noSuchOrder(orderId))
-  // A placed order always moves; refusing one would be a bug.
-  if (refusal.status === "placed") return Effect.die(new Error(`order ${orderId} is placed but did not move`))
-  return Effect.fail(
-    new InvalidTransition({ message: `Order ${orderId} is ${refusal.status}: only a placed order can be ${verb}` })
-  )
-}
+const moveRefused =
+  (orderId: number, verb: string) => (refusal: MoveRefusal): Effect.Effect<never, NotFound | InvalidTransition> => {
+    if (refusal._tag === "OrderMissing") return Effect.fail(noSuchOrder(orderId))
+    // A placed order always moves; refusing one would be a bug.
+    if (refusal.status === "placed") return Effect.die(new Error(`order ${orderId} is placed but did not move`))
+    return Effect.fail(
+      new InvalidTransition({ message: `Order ${orderId} is ${refusal.status}: only a placed order can be ${verb}` })
+    )
+  }
 
 /**
  * What a request does with orders, across tables: who may see and move which
@@ -59,10 +68,16 @@ export class OrderDesk extends Context.Service<OrderDesk, {
     petId: number,
     caller: Caller,
     idempotencyKey: string | undefined
-  ) => Effect.Effect<PlacedOrder, NotFound | PetNotAvailable | IdempotencyKeyInFlight | IdempotencyKeyReused | DatabaseError>
+  ) => Effect.Effect<
+    PlacedOrder,
+    NotFound | PetNotAvailable | IdempotencyKeyInFlight | IdempotencyKeyReused | DatabaseError
+  >
   readonly list: (caller: Caller, query: OrderPageQuery) => Effect.Effect<OrderPage, DatabaseError>
   readonly get: (orderId: number, caller: Caller) => Effect.Effect<Order, NotFound | DatabaseError>
-  readonly cancel: (orderId: number, caller: Caller) => Effect.Effect<Order, NotFound | InvalidTransition | DatabaseError>
+  readonly cancel: (
+    orderId: number,
+    caller: Caller
+  ) => Effect.Effect<Order, NotFound | InvalidTransition | DatabaseError>
   readonly deliver: (
     orderId: number,
     caller: Caller
@@ -82,7 +97,10 @@ export class OrderDesk extends Context.Service<OrderDesk, {
             const outcome = yield* idempotencyKeys.completeOrderClaim(claim, petId)
             if (outcome._tag === "Placed") return Option.some(outcome.order)
             if (outcome._tag === "Lost") return Option.none()
-            return yield* Effect.flatMap(orders.placeRefusal(petId), (refusal) => Effect.fail(placeRefused(petId)(refusal)))
+            return yield* Effect.flatMap(
+              orders.placeRefusal(petId),
+              (refusal) => Effect.fail(placeRefused(petId)(refusal))
+            )
           }),
           replay: (orderId) => orders.get({ _tag: "Own", apiKeyId: caller.id }, orderId)
         }).pipe(Effect.map(({ created, replayed }) => ({ order: created, replayed })))
@@ -92,7 +110,8 @@ export class OrderDesk extends Context.Service<OrderDesk, {
           if (idempotencyKey !== undefined) return yield* placeOnce(petId, caller, idempotencyKey)
           const order = yield* orders.place(petId, caller.id).pipe(
             Effect.catchIf(
-              (error): error is PlaceRefusal => "_tag" in error && (error._tag === "PetMissing" || error._tag === "PetNotAvailable"),
+              (error): error is PlaceRefusal =>
+                "_tag" in error && (error._tag === "PetMissing" || error._tag === "PetNotAvailable"),
               (refusal) => Effect.fail(placeRefused(petId)(refusal))
             )
           )
@@ -108,7 +127,9 @@ export class OrderDesk extends Context.Service<OrderDesk, {
             Effect.catchIf(isMoveRefusal, (refusal) => moveRefused(orderId, "cancelled")(refusal))
           ),
         deliver: Effect.fnUntraced(function*(orderId, caller) {
-          if (caller.role !== "staff") return yield* new Forbidden({ message: "Delivering an order needs a staff API key" })
+          if (caller.role !== "staff") {
+            return yield* new Forbidden({ message: "Delivering an order needs a staff API key" })
+          }
           return yield* orders.move(scopeOf(caller), orderId, "delivered").pipe(
             Effect.catchIf(isMoveRefusal, (refusal) => moveRefused(orderId, "delivered")(refusal))
           )

@@ -37,10 +37,16 @@ export interface OrderPage {
 }
 
 /** Why an order was not placed: the pet does not exist, or is not `available` (its status now). */
-export type PlaceRefusal = { readonly _tag: "PetMissing" } | { readonly _tag: "PetNotAvailable"; readonly status: PetStatus }
+export type PlaceRefusal = { readonly _tag: "PetMissing" } | {
+  readonly _tag: "PetNotAvailable"
+  readonly status: PetStatus
+}
 
 /** Why an order did not move: no such order in scope, or it is not `placed` (its status now). */
-export type MoveRefusal = { readonly _tag: "OrderMissing" } | { readonly _tag: "NotPlaced"; readonly status: OrderStatus }
+export type MoveRefusal = { readonly _tag: "OrderMissing" } | {
+  readonly _tag: "NotPlaced"
+  readonly status: OrderStatus
+}
 
 /** Where each move takes an order, and its pet. */
 const moves = {

@@ -1,4 +1,11 @@
-import { Forbidden, NotFound, PetHasOpenOrder, type PetPatch, POSTGRES_INTEGER_MAX, PreconditionFailed } from "@petstore/contract"
+import {
+  Forbidden,
+  NotFound,
+  PetHasOpenOrder,
+  type PetPatch,
+  POSTGRES_INTEGER_MAX,
+  PreconditionFailed
+} from "@petstore/contract"
 import { Context, Effect, Layer } from "effect"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { type PetChangeRefusal, type PetPrecondition, Pets, type StoredPet } from "./Pets.ts"
@@ -17,7 +24,9 @@ export const preconditionOf = (petId: number, ifMatch: string | undefined): PetP
   const versions = [...ifMatch.matchAll(/(W\/)?"([^"]*)"/g)].flatMap(([, weak, tag]) => {
     const match = weak === undefined ? /^([1-9][0-9]{0,15})\.([1-9][0-9]{0,15})$/.exec(tag!) : null
     // A version beyond the `integer` column's range names no version this pet ever had: 412, like any other.
-    return match !== null && Number(match[1]) === petId && Number(match[2]) <= POSTGRES_INTEGER_MAX ? [Number(match[2])] : []
+    return match !== null && Number(match[1]) === petId && Number(match[2]) <= POSTGRES_INTEGER_MAX
+      ? [Number(match[2])]
+      : []
   })
   return { _tag: "Versions", versions }
 }
@@ -52,16 +61,23 @@ export class PetChanges extends Context.Service<PetChanges, {
       return PetChanges.of({
         update: (petId, patch, ifMatch) =>
           pets.update(petId, patch, preconditionOf(petId, ifMatch)).pipe(
-            Effect.catchIf((error) => error === "Missing" || error === "Stale", (refusal) => Effect.fail(refused(petId)(refusal)))
+            Effect.catchIf((error) => error === "Missing" || error === "Stale", (refusal) =>
+              Effect.fail(refused(petId)(refusal)))
           ),
         remove: Effect.fnUntraced(function*(petId, ifMatch, caller) {
           if (caller.role !== "staff") return yield* new Forbidden({ message: "Deleting a pet needs a staff API key" })
           yield* pets.remove(petId, preconditionOf(petId, ifMatch)).pipe(
             Effect.catchIf(
               (error) => error === "HasOpenOrder",
-              () => Effect.fail(new PetHasOpenOrder({ message: `Pet ${petId} has an open order: cancel or deliver it first` }))
+              () =>
+                Effect.fail(
+                  new PetHasOpenOrder({ message: `Pet ${petId} has an open order: cancel or deliver it first` })
+                )
             ),
-            Effect.catchIf((error) => error === "Missing" || error === "Stale", (refusal) => Effect.fail(refused(petId)(refusal)))
+            Effect.catchIf(
+              (error) => error === "Missing" || error === "Stale",
+              (refusal) => Effect.fail(refused(petId)(refusal))
+            )
           )
         }, traced("PetChanges.remove"))
       })

@@ -26,7 +26,12 @@ export interface PetRow {
   readonly status: PetStatus
 }
 
-export const toPet = (row: PetRow): Pet => ({ id: row.id, name: row.name, categoryId: row.category_id, status: row.status })
+export const toPet = (row: PetRow): Pet => ({
+  id: row.id,
+  name: row.name,
+  categoryId: row.category_id,
+  status: row.status
+})
 
 /** A row with its version, as the statements that answer with an `ETag` return it (`RETURNING …, version`). */
 export interface VersionedPetRow extends PetRow {
@@ -45,7 +50,10 @@ export const toStoredPet = (row: VersionedPetRow): StoredPet => ({ pet: toPet(ro
  * What `If-Match` asks for: any current version (`*`, or no header at all),
  * or one of these versions of this pet.
  */
-export type PetPrecondition = { readonly _tag: "Any" } | { readonly _tag: "Versions"; readonly versions: ReadonlyArray<number> }
+export type PetPrecondition = { readonly _tag: "Any" } | {
+  readonly _tag: "Versions"
+  readonly versions: ReadonlyArray<number>
+}
 
 /** Why a change was not made: no such pet, or it is no longer the version If-Match named. */
 export type PetChangeRefusal = "Missing" | "Stale"
@@ -105,12 +113,13 @@ export class Pets extends Context.Service<Pets, {
       // by its condition). It is written as a row comparison and a bound, `status = q.status AND id > q.after`
       // in effect, because with an equality the planner takes the status as a constant, finds the primary
       // key ordered too, and walks it, throwing away every row of another status (bench --growth).
-      const listTogether = RequestResolver.make<ListPets>((entries) => answerTogetherOrEach(entries, (entries) => {
-        const keyOf = (q: PageQuery) => `${q.limit} ${q.status ?? ""} ${q.after}`
-        const distinct = new Map<string, PageQuery>()
-        for (const entry of entries) distinct.set(keyOf(entry.request.query), entry.request.query)
-        const queries = [...distinct.values()]
-        return db.query<PetRow & { readonly ordinal: number }>(sql`
+      const listTogether = RequestResolver.make<ListPets>((entries) =>
+        answerTogetherOrEach(entries, (entries) => {
+          const keyOf = (q: PageQuery) => `${q.limit} ${q.status ?? ""} ${q.after}`
+          const distinct = new Map<string, PageQuery>()
+          for (const entry of entries) distinct.set(keyOf(entry.request.query), entry.request.query)
+          const queries = [...distinct.values()]
+          return db.query<PetRow & { readonly ordinal: number }>(sql`
           SELECT q.ordinal::integer AS ordinal, p.id, p.name, p.category_id, p.status
           FROM unnest(${arrayLiteral(queries.map((q) => q.limit + 1))}::integer[],
                       ${arrayLiteral(queries.map((q) => q.status ?? null))}::text[],
@@ -125,26 +134,28 @@ export class Pets extends Context.Service<Pets, {
              ORDER BY pets.status, pets.id LIMIT q.take)
           ) AS p
           ORDER BY q.ordinal, p.id`).pipe(
-          Effect.map((rows) => {
-            const rowsOf = queries.map(() => [] as Array<PetRow>)
-            for (const row of rows) rowsOf[row.ordinal - 1]!.push(row)
-            const pages = new Map(queries.map((query, index) => {
-              const shown = rowsOf[index]!.slice(0, query.limit)
-              const page: PetPage = {
-                pets: shown.map(toPet),
-                nextAfter: rowsOf[index]!.length > query.limit ? Option.some(shown.at(-1)!.id) : Option.none()
-              }
-              return [keyOf(query), page] as const
-            }))
-            for (const entry of entries) entry.completeUnsafe(Exit.succeed(pages.get(keyOf(entry.request.query))!))
-          })
-        )
-      }))
+            Effect.map((rows) => {
+              const rowsOf = queries.map(() => [] as Array<PetRow>)
+              for (const row of rows) rowsOf[row.ordinal - 1]!.push(row)
+              const pages = new Map(queries.map((query, index) => {
+                const shown = rowsOf[index]!.slice(0, query.limit)
+                const page: PetPage = {
+                  pets: shown.map(toPet),
+                  nextAfter: rowsOf[index]!.length > query.limit ? Option.some(shown.at(-1)!.id) : Option.none()
+                }
+                return [keyOf(query), page] as const
+              }))
+              for (const entry of entries) entry.completeUnsafe(Exit.succeed(pages.get(keyOf(entry.request.query))!))
+            })
+          )
+        })
+      )
 
       // Identities are drawn in the order the rows are inserted, so the new ids, sorted, follow the batch's order.
-      const createTogether = RequestResolver.make<CreatePet>((entries) => answerTogetherOrEach(entries, (entries) => {
-        const pets = entries.map((entry) => entry.request.pet)
-        return db.query<VersionedPetRow>(sql`
+      const createTogether = RequestResolver.make<CreatePet>((entries) =>
+        answerTogetherOrEach(entries, (entries) => {
+          const pets = entries.map((entry) => entry.request.pet)
+          return db.query<VersionedPetRow>(sql`
           INSERT INTO pets (name, category_id, status)
           SELECT name, category_id, status
           FROM unnest(${arrayLiteral(pets.map((p) => p.name))}::text[],
@@ -153,25 +164,29 @@ export class Pets extends Context.Service<Pets, {
             WITH ORDINALITY AS input(name, category_id, status, ordinal)
           ORDER BY ordinal
           RETURNING id, name, category_id, status, version`).pipe(
-          Effect.map((rows) => {
-            const inOrder = [...rows].sort((a, b) => a.id - b.id)
-            entries.forEach((entry, index) => entry.completeUnsafe(Exit.succeed(toStoredPet(inOrder[index]!))))
-          })
-        )
-      }))
+            Effect.map((rows) => {
+              const inOrder = [...rows].sort((a, b) => a.id - b.id)
+              entries.forEach((entry, index) => entry.completeUnsafe(Exit.succeed(toStoredPet(inOrder[index]!))))
+            })
+          )
+        })
+      )
 
-      const getTogether = RequestResolver.make<GetPet>((entries) => answerTogetherOrEach(entries, (entries) =>
-        db.query<VersionedPetRow>(sql`
+      const getTogether = RequestResolver.make<GetPet>((entries) =>
+        answerTogetherOrEach(entries, (entries) =>
+          db.query<VersionedPetRow>(sql`
           SELECT id, name, category_id, status, version FROM pets
           WHERE id = ANY(${arrayLiteral(entries.map((entry) => entry.request.id))}::bigint[])`).pipe(
-          Effect.map((rows) => {
-            const byId = new Map(rows.map((row) => [row.id, row]))
-            for (const entry of entries) {
-              entry.completeUnsafe(Exit.succeed(Option.map(Option.fromUndefinedOr(byId.get(entry.request.id)), toStoredPet)))
-            }
-          })
-        )
-      ))
+            Effect.map((rows) => {
+              const byId = new Map(rows.map((row) => [row.id, row]))
+              for (const entry of entries) {
+                entry.completeUnsafe(
+                  Exit.succeed(Option.map(Option.fromUndefinedOr(byId.get(entry.request.id)), toStoredPet))
+                )
+              }
+            })
+          ))
+      )
 
       const batchSize = RequestResolver.batchN(200)
       const [list, create, get] = [batchSize(listTogether), batchSize(createTogether), batchSize(getTogether)]
@@ -188,10 +203,14 @@ export class Pets extends Context.Service<Pets, {
             name = COALESCE(${patch.name ?? null}::text, name),
             category_id = COALESCE(${patch.categoryId ?? null}::bigint, category_id),
             version = version + CASE
-              WHEN (COALESCE(${patch.name ?? null}::text, name), COALESCE(${patch.categoryId ?? null}::bigint, category_id))
+              WHEN (COALESCE(${patch.name ?? null}::text, name), COALESCE(${
+          patch.categoryId ?? null
+        }::bigint, category_id))
                 IS DISTINCT FROM (name, category_id) THEN 1 ELSE 0 END
           WHERE id = ${id}::bigint
-            AND (${anyVersion(precondition)}::boolean OR version = ANY(${arrayLiteral(versionsOf(precondition))}::integer[]))
+            AND (${anyVersion(precondition)}::boolean OR version = ANY(${
+          arrayLiteral(versionsOf(precondition))
+        }::integer[]))
           RETURNING id, name, category_id, status, version`)
         return row === undefined ? yield* refusalOf(id) : toStoredPet(row)
       }, traced("Pets.update"))
@@ -200,14 +219,16 @@ export class Pets extends Context.Service<Pets, {
         const rows = yield* db.query(sql`
           DELETE FROM pets
           WHERE id = ${id}::bigint
-            AND (${anyVersion(precondition)}::boolean OR version = ANY(${arrayLiteral(versionsOf(precondition))}::integer[]))
+            AND (${anyVersion(precondition)}::boolean OR version = ANY(${
+          arrayLiteral(versionsOf(precondition))
+        }::integer[]))
           RETURNING id`).pipe(
-            // 23503: an open order refers to the pet (orders.open_pet_id).
-            Effect.catchIf(
-              (error): error is DatabaseError => error instanceof DatabaseError && errorCode(error.cause) === "23503",
-              () => Effect.fail("HasOpenOrder" as const)
-            )
+          // 23503: an open order refers to the pet (orders.open_pet_id).
+          Effect.catchIf(
+            (error): error is DatabaseError => error instanceof DatabaseError && errorCode(error.cause) === "23503",
+            () => Effect.fail("HasOpenOrder" as const)
           )
+        )
         if (rows.length === 0) return yield* refusalOf(id)
       }, traced("Pets.remove"))
 

@@ -97,7 +97,8 @@ export class Quota extends Context.Service<Quota, {
             admitted: admission.admitted,
             now,
             minute: windowState(subject.perMinute, admission.minuteCount, admission.minuteStart, MINUTE_MILLIS),
-            day: Option.map(subject.perDay, (perDay) => windowState(perDay, admission.dayCount, admission.dayStart, DAY_MILLIS)),
+            day: Option.map(subject.perDay, (perDay) =>
+              windowState(perDay, admission.dayCount, admission.dayStart, DAY_MILLIS)),
             bannedUntil: Option.fromNullishOr(admission.bannedUntil)
           } satisfies QuotaDecision
         }, traced("Quota.decide"))

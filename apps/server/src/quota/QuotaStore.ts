@@ -42,7 +42,9 @@ export const admissionProblem = (request: AdmitRequest): Option.Option<string> =
   if (!integers.every((value) => Number.isInteger(value) && value >= 0 && value <= INTEGER_MAX)) {
     return Option.some("Quota limits are integers from 0 to 2147483647")
   }
-  if (![request.now, request.banMillis].every(Number.isSafeInteger)) return Option.some("Quota times are whole milliseconds")
+  if (![request.now, request.banMillis].every(Number.isSafeInteger)) {
+    return Option.some("Quota times are whole milliseconds")
+  }
   return Option.none()
 }
 
@@ -262,7 +264,8 @@ export class QuotaStore extends Context.Service<QuotaStore, {
         answerTogetherOrEach(entries, (entries) => {
           const requests = entries.map((entry) => entry.request.request)
           // Every admission of a batch shares the ban length: it is the server's setting.
-          const column = (pick: (request: AdmitRequest) => string | number | boolean) => arrayLiteral(requests.map(pick))
+          const column = (pick: (request: AdmitRequest) => string | number | boolean) =>
+            arrayLiteral(requests.map(pick))
           return db.query<Row>(sql`SELECT * FROM quota_admit_many(
               ${column((r) => r.subject)}::text[], ${column((r) => r.now)}::bigint[],
               ${column((r) => r.perMinute)}::integer[], ${column((r) => r.perDay)}::integer[],

@@ -87,7 +87,10 @@ export class Deliveries extends Context.Service<Deliveries, {
     eventId: string
   ) => Effect.Effect<boolean, DatabaseError>
   /** The endpoint's latest 100 attempts, newest first; none when it is not the key's. */
-  readonly attempts: (apiKeyId: string, endpointId: string) => Effect.Effect<Option.Option<ReadonlyArray<AttemptView>>, DatabaseError>
+  readonly attempts: (
+    apiKeyId: string,
+    endpointId: string
+  ) => Effect.Effect<Option.Option<ReadonlyArray<AttemptView>>, DatabaseError>
   /** Deliveries queued and not yet finished, and the age of the oldest due one, in seconds. */
   readonly depth: Effect.Effect<{ readonly queued: number; readonly oldestDueSeconds: number }, DatabaseError>
 }>()("@petstore/server/webhooks/Deliveries") {
@@ -133,7 +136,8 @@ export class Deliveries extends Context.Service<Deliveries, {
       // endpoint's failure record (a success clears it; a disabling drops the endpoint's queue).
       const finish = Effect.fnUntraced(function*(finished: ReadonlyArray<FinishedAttempt>) {
         if (finished.length === 0) return
-        const column = <A extends string | number | boolean | null>(pick: (f: FinishedAttempt) => A) => arrayLiteral(finished.map(pick))
+        const column = <A extends string | number | boolean | null>(pick: (f: FinishedAttempt) => A) =>
+          arrayLiteral(finished.map(pick))
         yield* db.query(sql`
           WITH input AS (
             SELECT * FROM unnest(
@@ -205,7 +209,9 @@ export class Deliveries extends Context.Service<Deliveries, {
       }, traced("Deliveries.redeliver"))
 
       const attempts = Effect.fnUntraced(function*(apiKeyId: string, endpointId: string) {
-        const owned = yield* db.query(sql`SELECT 1 FROM webhook_endpoints WHERE api_key_id = ${apiKeyId} AND id = ${endpointId}`)
+        const owned = yield* db.query(
+          sql`SELECT 1 FROM webhook_endpoints WHERE api_key_id = ${apiKeyId} AND id = ${endpointId}`
+        )
         if (owned.length === 0) return Option.none()
         const rows = yield* db.query<{
           readonly event_id: string
@@ -236,8 +242,8 @@ export class Deliveries extends Context.Service<Deliveries, {
         SELECT count(*)::integer AS queued,
           EXTRACT(EPOCH FROM now() - min(next_attempt_at) FILTER (WHERE next_attempt_at <= now()))::float8 AS oldest
         FROM webhook_messages`).pipe(
-          Effect.map(([row]) => ({ queued: row?.queued ?? 0, oldestDueSeconds: Math.max(0, row?.oldest ?? 0) }))
-        )
+        Effect.map(([row]) => ({ queued: row?.queued ?? 0, oldestDueSeconds: Math.max(0, row?.oldest ?? 0) }))
+      )
 
       return Deliveries.of({ claim, finish, queueTest, redeliver, attempts, depth })
     })

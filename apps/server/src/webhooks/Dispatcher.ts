@@ -34,7 +34,13 @@ const endpointsDisabled = Metric.counter("webhook_endpoints_disabled_total", {
 })
 
 const outcomeName = (outcome: AttemptOutcome) =>
-  outcome._tag === "Succeeded" ? "succeeded" : outcome._tag === "Retry" ? "retry" : outcome._tag === "GiveUp" ? "gave_up" : "disabled"
+  outcome._tag === "Succeeded"
+    ? "succeeded"
+    : outcome._tag === "Retry"
+    ? "retry"
+    : outcome._tag === "GiveUp"
+    ? "gave_up"
+    : "disabled"
 
 /** The headers of one attempt (Standard Webhooks): the same id on every attempt, a signature per secret in force. */
 export const signedHeaders = (delivery: ClaimedDelivery, timestampSeconds: number, body: string) => ({
@@ -42,7 +48,8 @@ export const signedHeaders = (delivery: ClaimedDelivery, timestampSeconds: numbe
   "user-agent": "petstore-webhooks/1",
   "webhook-id": delivery.event.id,
   "webhook-timestamp": String(timestampSeconds),
-  "webhook-signature": delivery.secrets.map((secret) => signWebhook(secret, delivery.event.id, timestampSeconds, body)).join(" ")
+  "webhook-signature": delivery.secrets.map((secret) => signWebhook(secret, delivery.event.id, timestampSeconds, body))
+    .join(" ")
 })
 
 /** What follows an answer (or its absence) to attempt `attempt`. */
@@ -54,7 +61,9 @@ export const outcomeOf = (
 ): { readonly outcome: AttemptOutcome; readonly error: string | null } => {
   const status = answer.response?.status
   if (status !== undefined && status >= 200 && status < 300) return { outcome: { _tag: "Succeeded" }, error: null }
-  if (status === 410) return { outcome: { _tag: "Disable", reason: "the receiver answered 410 Gone" }, error: "410 Gone" }
+  if (status === 410) {
+    return { outcome: { _tag: "Disable", reason: "the receiver answered 410 Gone" }, error: "410 Gone" }
+  }
   const error = answer.error ??
     (status !== undefined && status >= 300 && status < 400 ? `redirect ${status} not followed` : `answered ${status}`)
   const failingSince = Option.getOrElse(delivery.failingSince, () => new Date(nowMillis)).getTime()
@@ -121,19 +130,24 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         return { finished, nowMillis }
       })
 
-      const recorded = Effect.fnUntraced(function*({ finished, nowMillis }: { finished: FinishedAttempt; nowMillis: number }) {
-        const { delivery, outcome } = finished
-        yield* Metric.update(Metric.withAttributes(deliveries, { outcome: outcomeName(outcome) }), 1)
-        if (outcome._tag === "Succeeded") {
-          yield* Metric.update(deliveryLag, Math.max(0, nowMillis - delivery.occurredAt.getTime()) / 1000)
+      const recorded = Effect.fnUntraced(
+        function*({ finished, nowMillis }: { finished: FinishedAttempt; nowMillis: number }) {
+          const { delivery, outcome } = finished
+          yield* Metric.update(Metric.withAttributes(deliveries, { outcome: outcomeName(outcome) }), 1)
+          if (outcome._tag === "Succeeded") {
+            yield* Metric.update(deliveryLag, Math.max(0, nowMillis - delivery.occurredAt.getTime()) / 1000)
+          }
+          if (outcome._tag === "Disable") {
+            yield* Metric.update(
+              Metric.withAttributes(endpointsDisabled, { reason: outcome.reason.includes("410") ? "gone" : "failing" }),
+              1
+            )
+            yield* Effect.logWarning("webhook endpoint disabled").pipe(
+              Effect.annotateLogs({ endpointId: delivery.endpointId, reason: outcome.reason })
+            )
+          }
         }
-        if (outcome._tag === "Disable") {
-          yield* Metric.update(Metric.withAttributes(endpointsDisabled, { reason: outcome.reason.includes("410") ? "gone" : "failing" }), 1)
-          yield* Effect.logWarning("webhook endpoint disabled").pipe(
-            Effect.annotateLogs({ endpointId: delivery.endpointId, reason: outcome.reason })
-          )
-        }
-      })
+      )
 
       const runOnce = Effect.gen(function*() {
         const now = new Date(yield* Clock.currentTimeMillis)
@@ -144,7 +158,12 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         yield* Effect.forEach(attempts, recorded, { discard: true })
         return claimed.length
       }).pipe(
-        Effect.catch((error) => Effect.as(Effect.logWarning("webhook delivery round failed").pipe(Effect.annotateLogs({ cause: String(error) })), 0))
+        Effect.catch((error) =>
+          Effect.as(
+            Effect.logWarning("webhook delivery round failed").pipe(Effect.annotateLogs({ cause: String(error) })),
+            0
+          )
+        )
       )
 
       if (config.webhookDelivery) {
@@ -168,7 +187,11 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         })
         // A wake-up hint only: lost on a disconnect (postgres.js listens again), and polling covers it.
         yield* db.listen("webhook_messages", notified).pipe(
-          Effect.catch((error) => Effect.logWarning("webhook wake-ups unavailable; polling").pipe(Effect.annotateLogs({ cause: String(error) })))
+          Effect.catch((error) =>
+            Effect.logWarning("webhook wake-ups unavailable; polling").pipe(
+              Effect.annotateLogs({ cause: String(error) })
+            )
+          )
         )
         const loop = Effect.gen(function*() {
           // A round in flight at shutdown (SIGTERM) finishes and records what it delivered, within the 15 s

@@ -71,7 +71,8 @@ const makeDesk = Effect.gen(function*() {
       return { ...created.value.endpoint, secret: created.value.secret }
     }, traced("WebhookDesk.create")),
     list: (caller: Caller) => endpoints.list(caller.id),
-    get: (caller: Caller, endpointId: string) => Effect.flatMap(endpoints.get(caller.id, endpointId), found(endpointId)),
+    get: (caller: Caller, endpointId: string) =>
+      Effect.flatMap(endpoints.get(caller.id, endpointId), found(endpointId)),
     update: Effect.fnUntraced(function*(caller: Caller, endpointId: string, patch: WebhookEndpointPatch) {
       yield* checkUrl(patch.url)
       return yield* Effect.flatMap(
@@ -83,7 +84,10 @@ const makeDesk = Effect.gen(function*() {
       )
     }, traced("WebhookDesk.update")),
     remove: (caller: Caller, endpointId: string) =>
-      Effect.flatMap(endpoints.remove(caller.id, endpointId), (removed) => removed ? Effect.void : Effect.fail(noSuchEndpoint(endpointId))),
+      Effect.flatMap(
+        endpoints.remove(caller.id, endpointId),
+        (removed) => removed ? Effect.void : Effect.fail(noSuchEndpoint(endpointId))
+      ),
     rotateSecret: (caller: Caller, endpointId: string) =>
       Effect.flatMap(endpoints.rotateSecret(caller.id, endpointId), found(endpointId)),
     test: (caller: Caller, endpointId: string) =>
@@ -94,9 +98,18 @@ const makeDesk = Effect.gen(function*() {
       Effect.flatMap(deliveries.attempts(caller.id, endpointId), found(endpointId)),
     redeliver: Effect.fnUntraced(function*(caller: Caller, endpointId: string, eventId: string) {
       yield* Effect.flatMap(endpoints.get(caller.id, endpointId), found(endpointId))
-      const queued = yield* deliveries.redeliver({ apiKeyId: caller.id, staff: caller.role === "staff" }, endpointId, eventId)
-      if (!queued) return yield* new NotFound({ message: `No event ${eventId} is yours to redeliver (events are kept 30 days)` })
+      const queued = yield* deliveries.redeliver(
+        { apiKeyId: caller.id, staff: caller.role === "staff" },
+        endpointId,
+        eventId
+      )
+      if (!queued) {
+        return yield* new NotFound({ message: `No event ${eventId} is yours to redeliver (events are kept 30 days)` })
+      }
       return { eventId }
     }, traced("WebhookDesk.redeliver"))
-  } satisfies Record<string, (...args: ReadonlyArray<any>) => Effect.Effect<unknown, InvalidRequest | NotFound | DatabaseError>>
+  } satisfies Record<
+    string,
+    (...args: ReadonlyArray<any>) => Effect.Effect<unknown, InvalidRequest | NotFound | DatabaseError>
+  >
 })

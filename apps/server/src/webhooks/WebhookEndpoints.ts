@@ -68,12 +68,19 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
   readonly list: (apiKeyId: string) => Effect.Effect<ReadonlyArray<WebhookEndpoint>, DatabaseError>
   readonly get: (apiKeyId: string, id: string) => Effect.Effect<Option.Option<WebhookEndpoint>, DatabaseError>
   /** Disabling drops the endpoint's queued deliveries; enabling clears its failure record. */
-  readonly update: (apiKeyId: string, id: string, change: EndpointChange) => Effect.Effect<Option.Option<WebhookEndpoint>, DatabaseError>
+  readonly update: (
+    apiKeyId: string,
+    id: string,
+    change: EndpointChange
+  ) => Effect.Effect<Option.Option<WebhookEndpoint>, DatabaseError>
   readonly remove: (apiKeyId: string, id: string) => Effect.Effect<boolean, DatabaseError>
   readonly rotateSecret: (
     apiKeyId: string,
     id: string
-  ) => Effect.Effect<Option.Option<{ readonly secret: string; readonly previousSecretExpiresAt: string }>, DatabaseError>
+  ) => Effect.Effect<
+    Option.Option<{ readonly secret: string; readonly previousSecretExpiresAt: string }>,
+    DatabaseError
+  >
 }>()("@petstore/server/webhooks/WebhookEndpoints") {
   static readonly layer = Layer.effect(
     WebhookEndpoints,
@@ -92,8 +99,15 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
                        WHERE s NOT IN (SELECT slot FROM webhook_endpoints WHERE api_key_id = $1)) AS free
             WHERE k.id = $1 AND free.slot IS NOT NULL
             RETURNING ${COLUMNS}`,
-          values: [apiKeyId, newEndpointId(), endpoint.url, arrayLiteral(endpoint.eventTypes), endpoint.description, secret,
-            MAX_WEBHOOK_ENDPOINTS]
+          values: [
+            apiKeyId,
+            newEndpointId(),
+            endpoint.url,
+            arrayLiteral(endpoint.eventTypes),
+            endpoint.description,
+            secret,
+            MAX_WEBHOOK_ENDPOINTS
+          ]
         })
 
       const create = Effect.fnUntraced(function*(apiKeyId: string, endpoint: NewEndpoint) {

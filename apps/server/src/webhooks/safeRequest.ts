@@ -123,7 +123,9 @@ export const postWebhook = (
       callback: (error: Error | null, address: string | ReadonlyArray<LookupAddress>, family?: number) => void
     ) => {
       resolve(hostname).then((addresses) => {
-        const usable = addresses.filter((a) => options.family === undefined || options.family === 0 || a.family === options.family)
+        const usable = addresses.filter((a) =>
+          options.family === undefined || options.family === 0 || a.family === options.family
+        )
         if (usable.length === 0) return callback(new Error(`${hostname} has no address`), [])
         if (!policy.allowPrivateAddresses) {
           const refused = usable.map((a) => refusedAddress(a.address)).find((reason) => reason !== undefined)
@@ -154,7 +156,11 @@ export const postWebhook = (
         finished = true
         clearTimeout(timer)
         const retryAfter = response.headers["retry-after"]
-        done({ status: response.statusCode ?? 0, retryAfter, body: Buffer.concat(chunks).toString("utf8").slice(0, MAX_ANSWER_BYTES) })
+        done({
+          status: response.statusCode ?? 0,
+          retryAfter,
+          body: Buffer.concat(chunks).toString("utf8").slice(0, MAX_ANSWER_BYTES)
+        })
       }
       response.on("data", (chunk: Buffer) => {
         if (size >= MAX_ANSWER_BYTES) return

@@ -21,5 +21,7 @@ export const suiteOptions = (backend: Backend) => backend === "postgres" ? needs
 
 /** The suite once per store, as `<title> on pglite` and `<title> on postgres`. */
 export const describeOnEachBackend = (title: string, body: (backend: { readonly name: Backend }) => void) => {
-  for (const backend of backends) describe(`${title} on ${backend.name}`, suiteOptions(backend.name), () => body(backend))
+  for (const backend of backends) {
+    describe(`${title} on ${backend.name}`, suiteOptions(backend.name), () => body(backend))
+  }
 }

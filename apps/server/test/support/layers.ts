@@ -7,7 +7,9 @@ import { createTestDatabase, postgresAdminUrl } from "@petstore/test-support"
 export const testDatabase = (backend: "pglite" | "postgres") =>
   Layer.unwrap(Effect.gen(function*() {
     if (backend === "pglite") {
-      return Database.layer.pipe(Layer.provide(AppConfig.layerWith({ dataDir: ":memory:", databaseUrl: Option.none() })))
+      return Database.layer.pipe(
+        Layer.provide(AppConfig.layerWith({ dataDir: ":memory:", databaseUrl: Option.none() }))
+      )
     }
     const database = yield* Effect.acquireRelease(
       Effect.promise(() => createTestDatabase(postgresAdminUrl!)),

@@ -64,7 +64,13 @@ export const rawRequest = (origin: string, options: RawRequest): Promise<RawAnsw
       response.on("end", () => {
         clearTimeout(timer)
         const text = Buffer.concat(chunks).toString("utf8")
-        resolve({ kind: "response", status: response.statusCode ?? 0, headers: response.headers, text, body: parseJsonBody(text) })
+        resolve({
+          kind: "response",
+          status: response.statusCode ?? 0,
+          headers: response.headers,
+          text,
+          body: parseJsonBody(text)
+        })
       })
     })
     if (options.body !== undefined) req.end(options.body)

@@ -2,7 +2,13 @@ import type { Plan, QuotaLimits } from "@petstore/contract"
 import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { AppConfig, type AppConfigValues } from "../../src/config.ts"
 import { ListenAddresses, ServerLive } from "../../src/server.ts"
-import { ADMIN_TOKEN, createKey, type CreatedTestKey, createTestDatabase, postgresAdminUrl } from "@petstore/test-support"
+import {
+  ADMIN_TOKEN,
+  createKey,
+  type CreatedTestKey,
+  createTestDatabase,
+  postgresAdminUrl
+} from "@petstore/test-support"
 
 export interface RunningServer {
   readonly baseUrl: string

@@ -1,5 +1,9 @@
 /** Waits in real time, a bounded while, for a condition the server reaches on its own. */
-export const waitFor = async <A>(check: () => A | undefined | false, what: string, timeoutMillis = 60_000): Promise<A> => {
+export const waitFor = async <A>(
+  check: () => A | undefined | false,
+  what: string,
+  timeoutMillis = 60_000
+): Promise<A> => {
   const deadline = Date.now() + timeoutMillis
   for (;;) {
     const value = check()

@@ -25,7 +25,10 @@ export const catchesEach = (deviations: ReadonlyArray<DeviationCase & { readonly
         })
         const failed = idsWith(result, "fail")
         const caught = deviation.caughtBy.filter((id) => failed.includes(id))
-        expect(caught, `expected one of ${deviation.caughtBy.join(", ")} to fail; failed: ${failed.join(", ") || "none"}`)
+        expect(
+          caught,
+          `expected one of ${deviation.caughtBy.join(", ")} to fail; failed: ${failed.join(", ") || "none"}`
+        )
           .not.toHaveLength(0)
       } finally {
         await fixture.close()
@@ -34,16 +37,20 @@ export const catchesEach = (deviations: ReadonlyArray<DeviationCase & { readonly
   })
 
 /** The deviations of the store area (beta): deviations.store.test.ts runs them. */
-export const isAboutTheStore = (deviation: (typeof DEVIATIONS)[number]) => deviation.caughtBy.every((id) => id.startsWith("store."))
+export const isAboutTheStore = (deviation: (typeof DEVIATIONS)[number]) =>
+  deviation.caughtBy.every((id) => id.startsWith("store."))
 
 /** The deviations of a value class (`values.*`, `contract.*`): deviations.values.test.ts runs them. */
-export const isAboutValues = (deviation: (typeof DEVIATIONS)[number]) => deviation.caughtBy.every((id) => /^(values|contract)\./.test(id))
+export const isAboutValues = (deviation: (typeof DEVIATIONS)[number]) =>
+  deviation.caughtBy.every((id) => /^(values|contract)\./.test(id))
 
 /** The deviations of the events list (`events.*`): deviations.events.test.ts runs them. */
-export const isAboutEvents = (deviation: (typeof DEVIATIONS)[number]) => deviation.caughtBy.every((id) => id.startsWith("events."))
+export const isAboutEvents = (deviation: (typeof DEVIATIONS)[number]) =>
+  deviation.caughtBy.every((id) => id.startsWith("events."))
 
 /** The deviations of webhook deliveries (`webhooks.*`): deviations.webhooks.test.ts runs them. */
-export const isAboutWebhooks = (deviation: (typeof DEVIATIONS)[number]) => deviation.caughtBy.every((id) => id.startsWith("webhooks."))
+export const isAboutWebhooks = (deviation: (typeof DEVIATIONS)[number]) =>
+  deviation.caughtBy.every((id) => id.startsWith("webhooks."))
 
 /** The deviations about pets, validation, authentication and error bodies; the others are about headers, quotas and extensions. */
 export const isAboutResources = (deviation: (typeof DEVIATIONS)[number]) =>

@@ -14,4 +14,6 @@ export const idsWith = (result: SuiteResult, status: CheckResult["status"]) =>
 export const failures = (result: SuiteResult) =>
   result.results
     .filter((check) => check.status === "fail")
-    .map((check) => `${check.id}: expected ${check.failure?.expected}; received ${check.failure?.received}; request ${check.failure?.request}`)
+    .map((check) =>
+      `${check.id}: expected ${check.failure?.expected}; received ${check.failure?.received}; request ${check.failure?.request}`
+    )

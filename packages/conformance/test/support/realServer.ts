@@ -16,7 +16,9 @@ export interface RealServer {
  * The suite itself only ever talks HTTP to it.
  */
 /** How a PostgreSQL run reaches its fresh database: a pooler in front of it, another role; undone after the run. */
-export type Deployment = (databaseUrl: string) => Promise<{ readonly env: Record<string, string>; readonly undo: () => Promise<void> }>
+export type Deployment = (
+  databaseUrl: string
+) => Promise<{ readonly env: Record<string, string>; readonly undo: () => Promise<void> }>
 
 export const startRealServer = async (
   backend: "pglite" | "postgres",

@@ -27,16 +27,25 @@ export const conformsOn = (backend: "pglite" | "postgres", deployment?: Deployme
 
     const staffKey = await server!.createKey("business", undefined, "staff")
 
-    const result = await runSuite({ baseUrl: server!.baseUrl, keys, staffKey, onProgress: (line) => progress.push(line) })
+    const result = await runSuite({
+      baseUrl: server!.baseUrl,
+      keys,
+      staffKey,
+      onProgress: (line) => progress.push(line)
+    })
     // The one-winner race, as the suite reported it.
     console.info(progress.filter((line) => line.startsWith("store: race")).join("\n"))
     expect(failures(result), server!.output()).toEqual([])
     // The events checks run only when the server's document has /events.
     const skips = result.results.filter((check) => check.status === "skip")
-    expect(skips.filter((check) => !check.id.endsWith(".daily") && !check.id.endsWith(".daily-details") &&
-      !(check.id.startsWith("events.") && (check.reason ?? "").includes("has no /events")) &&
-      // realServer.webhooks.test.ts runs them, with a server that may deliver to loopback.
-      !(check.id.startsWith("webhooks.") && (check.reason ?? "").includes("--webhooks"))).map((check) => check.id)).toEqual([])
+    expect(
+      skips.filter((check) =>
+        !check.id.endsWith(".daily") && !check.id.endsWith(".daily-details") &&
+        !(check.id.startsWith("events.") && (check.reason ?? "").includes("has no /events")) &&
+        // realServer.webhooks.test.ts runs them, with a server that may deliver to loopback.
+        !(check.id.startsWith("webhooks.") && (check.reason ?? "").includes("--webhooks"))
+      ).map((check) => check.id)
+    ).toEqual([])
     expect(result.summary.passed).toBeGreaterThan(80)
     // The schema-driven phase ran, and the server's own document judged the responses of the whole run.
     expect(result.fuzz?.sent).toBeGreaterThan(50)
