@@ -1,7 +1,7 @@
 import { Context, Effect } from "effect"
 import { type ApiKey, CheckFailed } from "./model.ts"
 import { lastFour } from "./secrets.ts"
-import { send as sendOnWire } from "./transport.ts"
+import { send as sendOnWire, TransportError } from "./transport.ts"
 
 /** One request the suite sent and what came back, kept whole so that a failure can show both. */
 export interface Exchange {
@@ -262,5 +262,8 @@ export const probe = (settings: Pick<HttpSettings, "baseUrl" | "requestTimeoutSe
         path: "/pets?limit=1",
         credential
       }, signal),
-    catch: (error) => (error instanceof Error ? error.message : String(error))
+    catch: (error) => ({
+      message: error instanceof Error ? error.message : String(error),
+      nothingThere: error instanceof TransportError && error.nothingThere
+    })
   })

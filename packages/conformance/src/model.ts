@@ -51,6 +51,10 @@ export interface SuiteResult {
   readonly durationMs: number
   readonly results: ReadonlyArray<CheckResult>
   readonly summary: Summary
+  /** False when the run stopped before every selected check had run; `incomplete` then says why. */
+  readonly complete: boolean
+  /** Why the run stopped early (`interrupted by SIGINT`, `--max-duration (20 min) ran out`, …) and how many checks did not run. */
+  readonly incomplete?: { readonly reason: string; readonly notRun: number }
   /** The schema-driven phase, when it ran: its seed (replay with `--seed`), the requests it sent and how long it took. */
   readonly fuzz?: { readonly seed: number; readonly sent: number; readonly durationMs: number }
   /** The OpenAPI document every response was checked against, when one was found: how many responses it judged, how many it contradicts. */
