@@ -117,7 +117,9 @@ const RATE_LIMIT_HEADERS = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-rat
 
 /** The status, the rate-limit headers (and any asked for) and the start of the body. */
 export const describeResponse = (exchange: Exchange, headers: ReadonlyArray<string> = []) => {
-  const shown = [...RATE_LIMIT_HEADERS, ...headers.map((name) => name.toLowerCase())]
+  // A redirect is a finding (the API has none), and where it points says what the deployment got wrong.
+  const redirect = exchange.status >= 300 && exchange.status < 400 ? ["location"] : []
+  const shown = [...RATE_LIMIT_HEADERS, ...redirect, ...headers.map((name) => name.toLowerCase())]
     .filter((name, index, all) => all.indexOf(name) === index && exchange.headers.has(name))
     .map((name) => `${name}: ${exchange.headers.get(name)}`)
   const body = exchange.text === "" ? "empty body" : `body ${excerpt(exchange.text)}`

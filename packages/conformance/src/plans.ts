@@ -147,7 +147,8 @@ const spendTheMinute = (run: RunContext, key: ApiKey, perMinute: number) =>
         if (left === 0 && sameWindow(reset) && counted > perMinute) {
           return yield* failure(
             exchange,
-            `status 429 for request ${counted} of ${windowDescription()}: the quota is ${perMinute} a minute`
+            `status 429 for request ${counted} of ${windowDescription()}: the quota is ${perMinute} a minute`,
+            `admitted as well, none of the ${counted} refused: ${describeResponse(exchange)}`
           )
         }
       }
