@@ -65,7 +65,7 @@ export class CheckFailed extends Data.TaggedError("CheckFailed")<Failure> {}
 
 export class CheckSkipped extends Data.TaggedError("CheckSkipped")<{ readonly reason: string }> {}
 
-/** The base URL does not answer at all: a usage problem rather than a finding about the service. */
+/** Nothing listens at the base URL, or its host does not resolve: a usage problem rather than a finding about the service. */
 export class Unreachable extends Data.TaggedError("Unreachable")<{ readonly baseUrl: string; readonly cause: string }> {
   override get message() {
     return `cannot reach ${this.baseUrl}: ${this.cause}`

@@ -426,13 +426,10 @@ export const suite = (options: SuiteOptions) =>
       return finish()
     })
 
-    const deadline = Effect.as(
-      Effect.sleep(maxDurationSeconds * 1000),
-      {
-        _tag: "Deadline",
-        seconds: maxDurationSeconds
-      } satisfies Stop as Stop
-    )
+    const deadline: Effect.Effect<Stop> = Effect.as(Effect.sleep(maxDurationSeconds * 1000), {
+      _tag: "Deadline",
+      seconds: maxDurationSeconds
+    })
     const stopped = options.stop === undefined
       ? deadline
       : Effect.raceFirst(deadline, Effect.map(options.stop, (reason): Stop => ({ _tag: "Signal", reason })))
@@ -470,8 +467,9 @@ export const suite = (options: SuiteOptions) =>
 
 /**
  * Runs the conformance suite against `options.baseUrl`. Resolves with every
- * selected check's result; rejects with `Unreachable` when the base URL gives
- * no HTTP answer, with `InvalidOptions` for options it cannot use (no key, a
+ * selected check's result (an incomplete run, stopped by `maxDurationSeconds`,
+ * `stop` or a service that gives no answer, with what it checked); rejects with
+ * `Unreachable` when nothing listens at the base URL, with `InvalidOptions` for options it cannot use (no key, a
  * key given twice) and with `InvalidKeys` when the service refuses a key.
  */
 export const runSuite = async (options: SuiteOptions): Promise<SuiteResult> => {
