@@ -10,7 +10,9 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib"
  * Node's defaults); a client whose event loop lags past that still holds the connection as idle, sends its next
  * request on it, and gets a reset before any answer. Nothing reached the service, so a request that is safe to
  * repeat is sent once more, on a new connection, as HTTP clients do (RFC 9110 §9.2.2; Go's and Node's own
- * documented practice). Anything else is reported as it happened, naming the cause.
+ * documented practice). A request that is not safe to repeat never takes that chance: it goes out on a
+ * connection of its own (a POST on a reused connection was reset at load 22, and could not be repeated).
+ * Anything else is reported as it happened, naming the cause.
  */
 
 export interface WireRequest {
@@ -173,13 +175,16 @@ const describeFailure = (wire: WireRequest, failed: Extract<Attempt, { _tag: "Fa
   if (failed.answered) return `the answer broke off: ${cause}`
   if (retried) return `${cause}, on a new connection too (the first try was on a reused keep-alive connection)`
   if (!failed.reused) return cause
-  return `${cause}, on a reused keep-alive connection; ${wire.method} is not safe to repeat, so it was not sent again`
+  return `${cause}, on a reused keep-alive connection`
 }
 
-/** Sends one request; a safe one that a reused connection lost before any answer is sent once more. */
+/**
+ * Sends one request; a safe one that a reused connection lost before any answer is sent once more, and one that
+ * is not safe to repeat takes a connection of its own.
+ */
 export const send = async (wire: WireRequest): Promise<WireResponse> => {
   const url = new URL(wire.url)
-  const first = await attempt(wire, url, false)
+  const first = await attempt(wire, url, !SAFE_METHODS.has(wire.method.toUpperCase()))
   if (first._tag === "Answered") return first.response
   const repeatable = first.reused && !first.answered && !wire.signal.aborted &&
     CLOSED_BEFORE_ANSWER.has(first.error.code ?? "") && SAFE_METHODS.has(wire.method.toUpperCase())

@@ -16,7 +16,10 @@ const startServer = async (
   const answers = options.answers ?? "each connection's first"
   const requests: Array<{ readonly connection: number; readonly head: string }> = []
   let connections = 0
+  const sockets = new Set<Socket>()
   const server: Server = createServer((socket: Socket) => {
+    sockets.add(socket)
+    socket.once("close", () => sockets.delete(socket))
     const connection = ++connections
     let answered = 0
     socket.on("data", (chunk: Buffer) => {
@@ -39,7 +42,12 @@ const startServer = async (
     url,
     requests,
     connections: () => connections,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+    // A connection the client keeps alive would hold `close` open; the test is over, so it goes too.
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        for (const socket of sockets) socket.destroy()
+      })
   }
 }
 
@@ -69,15 +77,14 @@ describe("a reset before any answer", () => {
     expect(server.requests.map((seen) => seen.connection)).toEqual([1, 1, 2])
   })
 
-  it("on a reused connection is reported, not repeated, for a method that is not safe", async () => {
+  it("cannot happen to a method that is not safe: it goes out on a connection of its own", async () => {
+    // The server resets the second request on any connection: a POST on the kept-alive first connection would
+    // be lost and could not be repeated.
     server = await startServer()
     await request("GET", server.url)
-    const error = await request("POST", server.url).catch((error: unknown) => error)
-    expect(error).toBeInstanceOf(TransportError)
-    expect((error as Error).message).toBe(
-      "the connection was reset before any answer (ECONNRESET), on a reused keep-alive connection; POST is not safe to repeat, so it was not sent again"
-    )
-    expect(server.requests.filter((seen) => seen.head.startsWith("POST"))).toHaveLength(1)
+    const created = await request("POST", server.url)
+    expect(created.status).toBe(200)
+    expect(server.requests.map((seen) => [seen.connection, seen.head.split(" ")[0]])).toEqual([[1, "GET"], [2, "POST"]])
   })
 
   it("on a new connection is reported as it is, and not repeated", async () => {
