@@ -106,13 +106,21 @@ describe("the k6 scripts on real k6, against the real server", options, () => {
   })
 
   for (const { path: k6, version } of binaries) {
-    it(`k6 ${version}: k6 inspect shows every script's options with no variable set`, async () => {
-      for (const script of scripts) {
-        const inspected = await inspectK6(k6, script, {})
-        expect(inspected.code, `k6 inspect ${script}:\n${inspected.output}`).toBe(0)
-        expect(inspected.output, script).toContain("thresholds")
-      }
-    }, 120_000)
+    it(
+      `k6 ${version}: k6 inspect shows every script's options with no variable set, and a run without keys stops in setup`,
+      async () => {
+        for (const script of scripts) {
+          const inspected = await inspectK6(k6, script, {})
+          expect(inspected.code, `k6 inspect ${script}:\n${inspected.output}`).toBe(0)
+          expect(inspected.output, script).toContain("thresholds")
+        }
+        // …and a run without its keys stops in setup, before any request, naming the variable (README: 107).
+        const run = await runK6(k6, version, "load.js", { BASE_URL: "http://127.0.0.1:9/v1" }, 60_000)
+        expect(run.code, explain("load.js", version, run)).toBe(107)
+        expect(run.output).toContain("API_KEYS is required")
+      },
+      180_000
+    )
 
     it(
       `k6 ${version}: rate-limits.js holds every plan's quota exactly, and a client that honours Retry-After is refused at most once a window`,
