@@ -16,6 +16,11 @@ import { connectRedis, isRedisUnavailable, type RedisConnection, type RedisTarge
 const admitScript = { text: ADMIT_SCRIPT, sha1: ADMIT_SCRIPT_SHA1 }
 const unbanScript = { text: UNBAN_SCRIPT, sha1: UNBAN_SCRIPT_SHA1 }
 
+/** Late answers in a row, with no answer in time between them, that mark the store unavailable. */
+const LATE_ANSWERS_FOR_AN_OUTAGE = 3
+
+class RedisTimeout extends Error {}
+
 /** How often an unavailable store is asked whether it is back. */
 const PROBE_EVERY = "500 millis"
 
@@ -85,7 +90,12 @@ export const makeRedisQuotaStore = Effect.fnUntraced(function*(
       return new DatabaseError({ cause: new QuotaStoreUnavailable("The quota store (Redis) is unavailable") })
     })
 
-  /** One command, bounded by the timeout; a failure for want of Redis becomes the unavailable store's error. */
+  /**
+   * One command, bounded by the timeout; a failure for want of Redis becomes the unavailable store's error.
+   * A lost connection marks the store unavailable at once. A late answer fails only its request: a busy
+   * process is late too (its own queue counts in the wait), so only a run of them marks the store unavailable.
+   */
+  let lateInARow = 0
   const send = (script: typeof admitScript, subject: string, args: ReadonlyArray<string>) =>
     Effect.tryPromise({
       try: () => connection.runScript(script, subjectKey(subject), args),
@@ -93,13 +103,16 @@ export const makeRedisQuotaStore = Effect.fnUntraced(function*(
     }).pipe(
       Effect.timeoutOrElse({
         duration: options.timeoutMillis,
-        orElse: () => Effect.fail(new Error(`no answer within ${options.timeoutMillis} ms`))
+        orElse: () => Effect.fail(new RedisTimeout(`no answer within ${options.timeoutMillis} ms`))
       }),
-      Effect.catch((cause) =>
-        isRedisUnavailable(cause) ? Effect.flatMap(unavailable(cause), Effect.fail) : Effect.fail(
-          new DatabaseError({ cause })
-        )
-      )
+      Effect.tap(() => Effect.sync(() => (lateInARow = 0))),
+      Effect.catch((cause) => {
+        if (!isRedisUnavailable(cause)) return Effect.fail(new DatabaseError({ cause }))
+        if (cause instanceof RedisTimeout && ++lateInARow < LATE_ANSWERS_FOR_AN_OUTAGE) {
+          return Effect.fail(new DatabaseError({ cause: new QuotaStoreUnavailable(cause.message) }))
+        }
+        return Effect.flatMap(unavailable(cause), Effect.fail)
+      })
     )
 
   const whileUnavailable = (request: AdmitRequest) =>
@@ -112,6 +125,7 @@ export const makeRedisQuotaStore = Effect.fnUntraced(function*(
     Effect.flatMap(() =>
       Effect.gen(function*() {
         available = true
+        lateInARow = 0
         yield* recordQuotaStoreAvailability("redis", true)
         yield* Effect.logInfo("quota store available again").pipe(Effect.annotateLogs({ store: "redis" }))
       })

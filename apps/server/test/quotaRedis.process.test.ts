@@ -1,0 +1,182 @@
+/**
+ * The Redis quota store with real server processes and real `redis-server`s the test starts on free loopback
+ * ports (never the machine's Redis on 6379): exactness across processes on a Cluster, and the failure policy
+ * while the Redis is SIGKILLed under requests and started again.
+ */
+import {
+  ADMIN_TOKEN,
+  createKey,
+  createTestDatabase,
+  postgresAdminUrl,
+  type ServerProcess,
+  startRedis,
+  startServerProcess,
+  type TestDatabase,
+  type TestRedis
+} from "@petstore/test-support"
+import postgres from "postgres"
+import { afterAll, describe, expect, it } from "vitest"
+import { needsPostgres } from "./support/databases.ts"
+import { waitFor } from "./support/waitFor.ts"
+import { redisSuiteOptions } from "./support/layers.ts"
+
+const running: Array<ServerProcess> = []
+const redises: Array<TestRedis> = []
+const databases: Array<TestDatabase> = []
+
+afterAll(async () => {
+  await Promise.all(running.map((server) => server.stop()))
+  await Promise.all(redises.map((redis) => redis.stop()))
+  await Promise.all(databases.map((database) => database.drop()))
+}, 120_000)
+
+const start = async (env: Record<string, string>) => {
+  const started = await startServerProcess(env)
+  running.push(started.server)
+  return started
+}
+
+const redis = async (cluster: boolean) => {
+  const started = await startRedis({ cluster })
+  redises.push(started)
+  return started
+}
+
+describe("server processes on a Redis Cluster quota store", { ...redisSuiteOptions(), ...needsPostgres }, () => {
+  it(
+    "admit exactly a free key's 60 requests of 300 sent at once over two processes; PostgreSQL counts nothing",
+    async () => {
+      const [database, cluster] = await Promise.all([createTestDatabase(postgresAdminUrl!), redis(true)])
+      databases.push(database)
+      const env = {
+        DATABASE_URL: database.url,
+        QUOTA_STORE: "redis",
+        REDIS_TYPE: "cluster",
+        REDIS_URL: cluster.url,
+        // 300 requests at once on a busy machine queue in the processes themselves: exactness is asked here, not speed.
+        QUOTA_STORE_TIMEOUT: "10000"
+      }
+      const a = await start(env)
+      const b = await start(env)
+      // Windows follow Redis's clock (this machine's): a burst that straddles a minute is sent again with a new key.
+      for (let attempt = 0;; attempt++) {
+        const { id, key } = await createKey(a.admin, "free")
+        const answers = await Promise.all(
+          Array.from(
+            { length: 300 },
+            (_, i) =>
+              fetch(`${[a, b][i % 2]!.origin}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } }).then(
+                async (response) => ({ status: response.status, reset: response.headers.get("x-ratelimit-reset") })
+              )
+          )
+        )
+        if (
+          new Set(answers.map((answer) => answer.reset)).size > 1 && attempt < 2
+        ) continue
+        expect(answers.filter((answer) => answer.status === 200)).toHaveLength(60)
+        expect(answers.filter((answer) => answer.status === 429)).toHaveLength(240)
+        const usage = await fetch(`${b.admin}/admin/keys/${id}/usage`, {
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` }
+        })
+        expect(((await usage.json()) as { minute: { used: number } }).minute.used).toBe(60)
+        break
+      }
+      const sql = postgres(database.url, { max: 1, onnotice: () => {} })
+      try {
+        expect(await sql`SELECT count(*)::int AS n FROM quota_usage`).toEqual([{ n: 0 }])
+      } finally {
+        await sql.end()
+      }
+    },
+    300_000
+  )
+})
+
+/** Requests of one key, one after another, until `until` says stop: each answer's status and Retry-After. */
+const keepAsking = async (origin: string, key: string, until: () => boolean) => {
+  const answers: Array<{ status: number | string; retryAfter: string | null }> = []
+  while (!until()) {
+    answers.push(
+      await fetch(`${origin}/v1/pets?limit=1`, {
+        headers: { authorization: `Bearer ${key}` },
+        signal: AbortSignal.timeout(30_000)
+      }).then(
+        async (response) => {
+          await response.arrayBuffer()
+          return { status: response.status, retryAfter: response.headers.get("retry-after") }
+        },
+        (error) => ({ status: String(error), retryAfter: null })
+      )
+    )
+  }
+  return answers
+}
+
+const metricsOf = async (admin: string) =>
+  (await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text()
+
+describe("a server whose Redis is SIGKILLed under requests", redisSuiteOptions(), () => {
+  for (const failure of ["closed", "open"] as const) {
+    it(
+      `QUOTA_STORE_FAILURE=${failure}: ${
+        failure === "closed" ? "503 with Retry-After" : "admitted"
+      }, never another 5xx, ready all along, and back by itself after Redis restarts`,
+      async () => {
+        const single = await redis(false)
+        const server = await start({
+          DATA_DIR: ":memory:",
+          QUOTA_STORE: "redis",
+          REDIS_URL: single.url,
+          QUOTA_STORE_FAILURE: failure,
+          LOG_LEVEL: "Info"
+        })
+        const key = await server.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })
+        let phase: "before" | "down" | "restarted" | "done" = "before"
+        const clients = Array.from({ length: 4 }, () => keepAsking(server.origin, key, () => phase === "done"))
+        await new Promise((resolve) => setTimeout(resolve, 500))
+        await single.nodes[0]!.kill()
+        phase = "down"
+        await new Promise((resolve) => setTimeout(resolve, 2_000))
+        const readyWhileDown = await fetch(`${server.origin}/readyz`)
+        const metricsWhileDown = await metricsOf(server.admin)
+        await single.nodes[0]!.restart()
+        phase = "restarted"
+        // Back by itself: a request decided by Redis again; the restarted Redis is empty, so its count restarts.
+        const deadline = Date.now() + 60_000
+        let back = false
+        while (!back && Date.now() < deadline) {
+          const answer = await fetch(`${server.origin}/v1/rate_limit`, { headers: { authorization: `Bearer ${key}` } })
+          back = answer.status === 200 &&
+            (await metricsOf(server.admin)).includes("quota_store_available{store=\"redis\"} 1")
+          if (!back) await new Promise((resolve) => setTimeout(resolve, 200))
+        }
+        const afterwards = await fetch(`${server.origin}/v1/pets?limit=1`, {
+          headers: { authorization: `Bearer ${key}` }
+        })
+        phase = "done"
+        const answers = (await Promise.all(clients)).flat()
+
+        expect(back).toBe(true)
+        expect(afterwards.status).toBe(200)
+        expect(readyWhileDown.status).toBe(200)
+        expect(metricsWhileDown).toContain("quota_store_available{store=\"redis\"} 0")
+        expect(metricsWhileDown).toMatch(/quota_store_unavailable_total\{store="redis"\} [1-9]/)
+        const statuses = new Set(answers.map((answer) => answer.status))
+        if (failure === "closed") {
+          expect([...statuses].filter((status) => status !== 200 && status !== 503)).toEqual([])
+          expect(statuses.has(503)).toBe(true)
+          expect(answers.filter((answer) => answer.status === 503 && answer.retryAfter === null)).toEqual([])
+        } else {
+          expect([...statuses]).toEqual([200])
+        }
+        // Log lines are written in batches: the last one may still be on its way.
+        await waitFor(
+          () => server.server.output().includes("quota store available again"),
+          "the log line of the store back"
+        )
+        expect(server.server.output()).toContain("quota store unavailable")
+      },
+      180_000
+    )
+  }
+})
