@@ -61,13 +61,17 @@ const startNode = async (
   binaries: { readonly server: string; readonly cli: string },
   dir: string,
   port: number,
-  extra: ReadonlyArray<string>
+  extra: ReadonlyArray<string>,
+  password: string | undefined
 ): Promise<RedisNode & { readonly stop: () => Promise<void> }> => {
   let child: ChildProcess | undefined
   let forget = () => {}
   let output = ""
   const cli = async (...args: ReadonlyArray<string>) =>
-    (await run(binaries.cli, ["-h", "127.0.0.1", "-p", String(port), ...args], { timeout: 10_000 })).stdout
+    (await run(binaries.cli, ["-h", "127.0.0.1", "-p", String(port), ...args], {
+      timeout: 10_000,
+      env: { ...process.env, ...(password === undefined ? {} : { REDISCLI_AUTH: password }) }
+    })).stdout
   const start = async () => {
     output = ""
     // No persistence: a test's Redis holds only what the test wrote, and a killed one comes back empty or from its replica.
@@ -82,6 +86,7 @@ const startNode = async (
       "",
       "--appendonly",
       "no",
+      ...(password === undefined ? [] : ["--requirepass", password]),
       ...extra
     ], { stdio: ["ignore", "pipe", "pipe"] })
     child.stdout!.on("data", (chunk) => (output += chunk))
@@ -114,7 +119,13 @@ const startNode = async (
  * of 3 primaries each with 1 replica (`redis-cli --cluster create`). Each is killed if the test's process
  * dies (./orphanGuard.ts); `stop` kills them and removes the directory.
  */
-export const startRedis = async (options: { readonly cluster?: boolean } = {}): Promise<TestRedis> => {
+export const startRedis = async (
+  options: {
+    readonly cluster?: boolean
+    /** One server only: the `default` user's password (`requirepass`); `url` then carries it. */
+    readonly password?: string
+  } = {}
+): Promise<TestRedis> => {
   const binaries = redisBinaries()
   if (binaries === undefined) throw new Error("no redis-server/redis-cli: apt-get install redis-server")
   const dir = mkdtempSync(join(tmpdir(), "petstore-redis-"))
@@ -149,7 +160,8 @@ export const startRedis = async (options: { readonly cluster?: boolean } = {}): 
               "--cluster-require-full-coverage",
               "no"
             ]
-            : []
+            : [],
+          options.password
         )
       )
     }
@@ -164,7 +176,8 @@ export const startRedis = async (options: { readonly cluster?: boolean } = {}): 
       ], { timeout: 60_000 })
       await waitForClusterOk(nodes)
     }
-    return { url: ports.map((port) => `redis://127.0.0.1:${port}`).join(","), nodes, stop }
+    const credentials = options.password === undefined ? "" : `:${encodeURIComponent(options.password)}@`
+    return { url: ports.map((port) => `redis://${credentials}127.0.0.1:${port}`).join(","), nodes, stop }
   } catch (error) {
     await stop()
     throw error
