@@ -113,6 +113,24 @@ describe("the redis quota store", redisSuiteOptions(), () => {
     { timeout: 180_000 }
   )
 
+  it.live(
+    "a subject too long to be one is refused alone, before Redis; the admissions sent with it are each counted once",
+    () =>
+      withRedis({}, () =>
+        Effect.gen(function*() {
+          const exits = yield* Effect.all(
+            ["key:g", `address:${"x".repeat(2400)}`, "key:h", "key:g"].map((subject) =>
+              Effect.exit(admit(admission(subject)))
+            ),
+            { concurrency: "unbounded" }
+          )
+          assert.deepStrictEqual(exits.map(Exit.isSuccess), [true, false, true, true])
+          const counts = exits.flatMap((exit) => Exit.isSuccess(exit) ? [exit.value.minuteCount] : [])
+          assert.deepStrictEqual(counts.sort(), [1, 1, 2])
+        })),
+    { timeout: 120_000 }
+  )
+
   for (const failure of ["closed", "open"] as const) {
     it.live(
       `Redis gone: ${
