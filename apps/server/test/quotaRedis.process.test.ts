@@ -14,6 +14,7 @@ import {
   type TestDatabase,
   type TestRedis
 } from "@petstore/test-support"
+import { existsSync } from "node:fs"
 import postgres from "postgres"
 import { afterAll, describe, expect, it } from "vitest"
 import { needsPostgres } from "./support/databases.ts"
@@ -91,6 +92,61 @@ describe("server processes on a Redis Cluster quota store", { ...redisSuiteOptio
     300_000
   )
 })
+
+/** libfaketime for multi-threaded programs (Node is one): Debian's `faketime` package. */
+const faketimeLibrary = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"].map((lib) =>
+  `${lib}/faketime/libfaketimeMT.so.1`
+).find((path) => existsSync(path))
+
+describe(
+  "a server process whose clock is a day behind (libfaketime), beside one on time, on one Redis",
+  { ...redisSuiteOptions(), ...needsPostgres },
+  () => {
+    it.runIf(faketimeLibrary !== undefined || process.env.CI === "true")(
+      "counts in the same windows and tells clients the same reset: Redis's clock decides, not the host's",
+      async () => {
+        const [database, single] = await Promise.all([createTestDatabase(postgresAdminUrl!), redis(false)])
+        databases.push(database)
+        const env = { DATABASE_URL: database.url, QUOTA_STORE: "redis", REDIS_URL: single.url }
+        const onTime = await start(env)
+        const behind = await start({
+          ...env,
+          LD_PRELOAD: faketimeLibrary!,
+          FAKETIME: "-1d",
+          // Only the wall clock is behind, as with a host whose NTP is off; timers keep real time.
+          FAKETIME_DONT_FAKE_MONOTONIC: "1"
+        })
+        for (let attempt = 0;; attempt++) {
+          const { key } = await createKey(onTime.admin, "free")
+          const answers: Array<{ status: number; reset: string | null; retryAfter: string | null }> = []
+          for (let i = 0; i < 70; i++) {
+            const response = await fetch(`${[onTime, behind][i % 2]!.origin}/v1/pets?limit=1`, {
+              headers: { authorization: `Bearer ${key}` }
+            })
+            await response.arrayBuffer()
+            answers.push({
+              status: response.status,
+              reset: response.headers.get("x-ratelimit-reset"),
+              retryAfter: response.headers.get("retry-after")
+            })
+          }
+          const resets = new Set(answers.map((answer) => answer.reset))
+          if (resets.size > 1 && attempt < 2) continue // the burst straddled a minute: again, with a new key
+          expect(resets.size).toBe(1)
+          const reset = Number([...resets][0])
+          expect(Math.abs(reset - Date.now() / 1000)).toBeLessThanOrEqual(61)
+          expect(answers.filter((answer) => answer.status === 200)).toHaveLength(60)
+          const refused = answers.filter((answer) => answer.status === 429)
+          expect(refused).toHaveLength(10)
+          // The host a day behind would say "retry in a day and a minute" by its own clock.
+          for (const answer of refused) expect(Number(answer.retryAfter)).toBeLessThanOrEqual(60)
+          break
+        }
+      },
+      300_000
+    )
+  }
+)
 
 /** Requests of one key, one after another, until `until` says stop: each answer's status and Retry-After. */
 const keepAsking = async (origin: string, key: string, until: () => boolean) => {
