@@ -36,6 +36,9 @@ export class QuotaStoreUnavailable extends Error {
   readonly code = "EQUOTASTORE"
 }
 
+const storeUnavailable = () =>
+  new DatabaseError({ cause: new QuotaStoreUnavailable("The quota store (Redis) is unavailable") })
+
 export interface RedisQuotaStoreOptions extends RedisTarget {
   /** `store`: Redis's `TIME` decides, one clock for every host. `caller`: the request's `now` (tests that move `TestClock`). */
   readonly clock: "store" | "caller"
@@ -62,9 +65,10 @@ const admissionOf = (reply: unknown, decidedByStore: boolean): Admission => {
  * is one script run (one round trip) that decides both windows and the ban together (`admitScript.ts`);
  * concurrent admissions share the connection, pipelined. Keys expire by themselves, so `expire` has nothing to do.
  *
- * The failure policy: a command that does not answer within `timeoutMillis`, or fails for want of Redis,
- * marks the store unavailable (a log line, `quota_store_available` 0); from then on requests do not wait on
- * Redis at all (503, or the per-process fallback) until a probe every 500 ms finds it back.
+ * The failure policy: a lost connection, a reply that says Redis cannot serve, or three answers in a row
+ * later than `timeoutMillis` mark the store unavailable (a log line, `quota_store_available` 0); from then on
+ * requests do not wait on Redis at all (503, or the per-process fallback) until a probe every 500 ms finds it
+ * back (a log line, the gauge 1 again).
  */
 export const makeRedisQuotaStore = Effect.fnUntraced(function*(
   connection: RedisConnection,
@@ -87,7 +91,7 @@ export const makeRedisQuotaStore = Effect.fnUntraced(function*(
           })
         )
       }
-      return new DatabaseError({ cause: new QuotaStoreUnavailable("The quota store (Redis) is unavailable") })
+      return storeUnavailable()
     })
 
   /**
@@ -118,7 +122,7 @@ export const makeRedisQuotaStore = Effect.fnUntraced(function*(
   const whileUnavailable = (request: AdmitRequest) =>
     options.failure === "open"
       ? fallback.admit(request)
-      : Effect.fail(new DatabaseError({ cause: new QuotaStoreUnavailable("The quota store (Redis) is unavailable") }))
+      : Effect.fail(storeUnavailable())
 
   const probe = Effect.tryPromise(() => connection.ping()).pipe(
     Effect.timeout(options.timeoutMillis * 4),
@@ -172,7 +176,7 @@ export const makeRedisQuotaStore = Effect.fnUntraced(function*(
           available
             ? send(unbanScript, subject, [])
             : Effect.fail(
-              new DatabaseError({ cause: new QuotaStoreUnavailable("The quota store (Redis) is unavailable") })
+              storeUnavailable()
             )
         )
       ),
