@@ -12,6 +12,7 @@
  * `pnpm build` bundles it into one file (dist/main.js, with rolldown): compiled module by module, loading
  * Effect's and the contract's hundreds of files took most of a call's time (README, "Admin API").
  */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import {
@@ -27,7 +28,7 @@ import {
 } from "@petstore/contract"
 import { Config, Console, Context, Data, Effect, Layer, Option, Predicate, Runtime } from "effect"
 import { Argument, CliError, CliOutput, Command, Flag } from "effect/cli"
-import { FetchHttpClient, HttpClientError } from "effect/http"
+import { HttpClientError } from "effect/http"
 
 /** A failure the user reads as one line on stderr; the CLI runner prints it and the runtime exits with `exitCode`. */
 class KeysError extends Data.TaggedError("KeysError")<{ readonly message: string; readonly exitCode: 1 | 2 }> {
@@ -112,7 +113,8 @@ class Admin extends Context.Service<Admin, {
       const client = yield* makeAdminClient({ baseUrl, adminToken: adminToken.value })
       return Admin.of({ call: (request) => Effect.mapError(request(client), toKeysError(baseUrl)) })
     })
-  ).pipe(Layer.provide(FetchHttpClient.layer))
+    // node:http rather than fetch: fetch's undici took a tenth of a call's CPU time to load.
+  ).pipe(Layer.provide(NodeHttpClient.layerNodeHttp))
 }
 
 const formatLimits = ({ perMinute, perDay }: QuotaLimits) => `${perMinute}/min ${perDay}/day`
