@@ -93,7 +93,8 @@ export const openDrivers = Effect.fnUntraced(function*(config: AppConfigValues, 
       yield* prepareDataDir(dataDir)
       yield* lockDataDir(dataDir)
     }
-    yield* announcePglite(dataDir)
+    // `migrate` answers with its one line only (README, "Roles and migrations").
+    if (role === "serve") yield* announcePglite(dataDir)
   }
   const open = (make: () => Promise<Driver> | Driver, onFailure: (cause: unknown) => StartupError) =>
     Effect.acquireRelease(
