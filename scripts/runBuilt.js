@@ -17,7 +17,7 @@ import { dirname, join, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..")
-const stampDir = join(root, "node_modules", ".cache", "ensure-built")
+const stampDir = join(root, "node_modules", ".cache", "run-built")
 
 const mtimeOf = (path) => {
   try {
