@@ -228,13 +228,36 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigValues>()("@p
 }
 
 /**
- * The configuration as it may be logged: secrets masked, and every value one a
- * person reads at a glance (an unset option says what that means, not `None`).
+ * The settings that do nothing as configured, left out of the logged configuration so that it shows only what
+ * is in force: PGlite's folder beside PostgreSQL; PostgreSQL's connection settings beside PGlite; the admin
+ * listener's address when there is no admin listener.
  */
-export const describeConfig = (config: AppConfigValues) =>
+const notInForce = (config: AppConfigValues): ReadonlyArray<keyof AppConfigValues> => [
+  ...(Option.isSome(config.databaseUrl)
+    ? ["dataDir" as const]
+    : ["databaseDirectUrl" as const, "databasePoolSize" as const, "databasePreparedStatements" as const]),
+  ...(Option.isNone(config.adminToken) && !config.metricsPublic ? ["adminHost" as const, "adminPort" as const] : [])
+]
+
+/**
+ * The configuration as it may be logged: secrets masked, every value one a
+ * person reads at a glance (an unset option says what that means, not `None`),
+ * and only the settings in force.
+ */
+export const describeConfig = (config: AppConfigValues) => {
+  const described: Partial<Record<keyof AppConfigValues, string | number | boolean>> = describeEvery(config)
+  for (const name of notInForce(config)) delete described[name]
+  return described
+}
+
+const describeEvery = (config: AppConfigValues) =>
   ({
     ...config,
-    adminToken: Option.isSome(config.adminToken) ? "<set>" : "<unset: admin listener disabled>",
+    adminToken: Option.isSome(config.adminToken)
+      ? "<set>"
+      : config.metricsPublic
+      ? "<unset: the admin listener serves /metrics only>"
+      : "<unset: admin listener disabled>",
     databaseUrl: Option.match(config.databaseUrl, {
       onNone: () => "<unset: embedded PGlite>",
       onSome: (url) => maskUrl(Redacted.value(url))
