@@ -18,7 +18,7 @@ import { describeParameters, documentApi, linkResponse } from "./OpenApiDocument
 import { NewOrder, Order, OrderId, Orders, OrderStatus } from "./Order.ts"
 import { DECIMAL_SPELLING, DecimalId, IfMatch, NewPet, Pet, PetId, PetPatch, Pets, PetStatus } from "./Pet.ts"
 import { CostsNoQuota, RateLimitStatus } from "./RateLimit.ts"
-import { headerNames, headersOf, responseHeaders } from "./ResponseHeaders.ts"
+import { headerAbsences, headerNames, headersOf, responseHeaders } from "./ResponseHeaders.ts"
 import { API_BASE_PATH, betaOperation, GET_PET_SUNSET, Stability } from "./Versioning.ts"
 
 export const DEFAULT_PAGE_SIZE = 20
@@ -95,7 +95,10 @@ function cursorAsIssued(): RegExp {
 const listPets = HttpApiEndpoint.get("listPets", "/pets", {
   query: ListPetsQuery,
   success: HttpApiSchema.WithHeaders(Pets, {
-    link: Schema.optionalKey(Schema.String.annotate({ description: "`<url>; rel=\"next\"` when more pets follow" }))
+    link: Schema.optionalKey(Schema.String.annotate({
+      description: "`<url>; rel=\"next\"` when more pets follow",
+      examples: ["<https://pets.example.com/v1/pets?limit=20&cursor=YWZ0ZXI6MjA>; rel=\"next\""]
+    }))
   }),
   error: ServiceUnavailable
 }).annotateMerge(OpenApi.annotations({
@@ -313,7 +316,10 @@ const placeOrder = HttpApiEndpoint.post("placeOrder", "/store/orders", {
 const listOrders = HttpApiEndpoint.get("listOrders", "/store/orders", {
   query: ListOrdersQuery,
   success: HttpApiSchema.WithHeaders(Orders, {
-    link: Schema.optionalKey(Schema.String.annotate({ description: "`<url>; rel=\"next\"` when more orders follow" }))
+    link: Schema.optionalKey(Schema.String.annotate({
+      description: "`<url>; rel=\"next\"` when more orders follow",
+      examples: ["<https://pets.example.com/v1/store/orders?limit=20&cursor=YWZ0ZXI6MjA>; rel=\"next\""]
+    }))
   }),
   error: ServiceUnavailable
 }).annotate(Stability, "beta").annotateMerge(betaOperation({
@@ -412,6 +418,7 @@ export class PetstoreApi extends HttpApi.make("petstore")
           errorSchema: "Error",
           headerNames,
           headers: responseHeaders,
+          absences: headerAbsences,
           headersOf
         })(spec)
       )
