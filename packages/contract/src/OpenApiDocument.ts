@@ -43,7 +43,7 @@ export interface DocumentedParameter {
    * every value has consequences (a cursor, an idempotency key), where an
    * empty one would be refused.
    */
-  readonly offByDefault?: { readonly summary: string; readonly value: string }
+  readonly offByDefault?: { readonly summary: string; readonly value?: string }
 }
 
 /**
@@ -64,11 +64,10 @@ export const describeParameters =
         ...(documented.description === undefined ? {} : { description: documented.description }),
         ...(documented.value === undefined ? {} : { schema: jsonSchemaOf(documented.value) }),
         ...(documented.offByDefault === undefined ? {} : {
-          // Keyed `default`: the example Scalar's code samples read, which then leave the parameter out.
           examples: {
-            default: {
+            [parameter.name]: {
               summary: documented.offByDefault.summary,
-              value: documented.offByDefault.value,
+              ...(documented.offByDefault.value === undefined ? {} : { value: documented.offByDefault.value }),
               "x-disabled": true
             }
           }

@@ -115,8 +115,10 @@ const listPets = HttpApiEndpoint.get("listPets", "/pets", {
 export const IdempotencyKey = Schema.String.check(
   Schema.isPattern(idempotencyKeyAsSent(), { expected: "an Idempotency-Key of 1 to 255 characters" })
 ).annotate({
-  description: "A unique value per create, e.g. a UUID; quoted (\"…\") or bare, 1–255 characters inside the quotes",
-  examples: ["4f1c2a9e-7d3b-4e8a-9c61-2b5d0e7f8a13"]
+  // No example value: documentation pages put one into every code sample, and a sample run twice would
+  // then be a replay (or, changed, a 422). Without one, curl samples leave the header out.
+  description: "A new unique value per create, e.g. a UUID (`uuidgen`); quoted (\"…\") or bare, " +
+    "1–255 characters inside the quotes"
 }).pipe(
   Schema.decodeTo(
     Schema.String.check(
@@ -184,10 +186,7 @@ const createPet = HttpApiEndpoint.post("createPet", "/pets", {
     })(
       describeParameters({
         "idempotency-key": {
-          offByDefault: {
-            summary: "A new unique value for each new pet",
-            value: "4f1c2a9e-7d3b-4e8a-9c61-2b5d0e7f8a13"
-          }
+          offByDefault: { summary: "A new unique value for each new pet, e.g. a UUID" }
         }
       })(operation)
     )
@@ -304,10 +303,7 @@ const placeOrder = HttpApiEndpoint.post("placeOrder", "/store/orders", {
     linkResponse(201, orderLinks)(
       describeParameters({
         "idempotency-key": {
-          offByDefault: {
-            summary: "A new unique value for each new order",
-            value: "0b8e6f52-3c1d-4a7e-9f20-6d4c8b1a2e95"
-          }
+          offByDefault: { summary: "A new unique value for each new order, e.g. a UUID" }
         }
       })(operation)
     )
