@@ -39,6 +39,14 @@ describe("documentation and links", () => {
     }
   })
 
+  it("answers /favicon.ico, which browsers ask for beside the page: 204, kept a day, spending no quota", async () => {
+    const answer = await send(`${origin()}/favicon.ico`)
+    expect(answer.status).toBe(204)
+    expect(answer.text).toBe("")
+    expect(answer.headers.get("cache-control")).toBe("public, max-age=86400")
+    expect(answer.headers.get("x-ratelimit-limit")).toBeNull()
+  })
+
   it("builds Link URLs from PUBLIC_BASE_URL when it is set", async () => {
     const { key } = await server.createKey("business")
     for (let i = 0; i < 3; i++) {
