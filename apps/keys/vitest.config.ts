@@ -1,8 +1,9 @@
 import { defineConfig } from "vitest/config"
+import { lanes } from "../../vitest.lanes.ts"
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
+    projects: lanes,
     globalSetup: ["test/buildOnce.ts"],
     // Each command is a process of its own, against a real server process on PGlite, which takes seconds to open.
     // The timeout is there to catch a hang, not to judge the machine: on two cores at load 20, one command took

@@ -1,8 +1,9 @@
 import { defineConfig } from "vitest/config"
+import { lanes } from "../../vitest.lanes.ts"
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
+    projects: lanes,
     // Each suite starts real listeners and a database; PGlite alone takes seconds to open. The timeout is there
     // to catch a hang, not to judge the machine, which may be busy with other suites.
     testTimeout: 300_000,

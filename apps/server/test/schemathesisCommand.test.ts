@@ -1,5 +1,5 @@
 /**
- * How the Schemathesis suite (`schemathesis.process.test.ts`) finds `st`, builds its command line and reads
+ * How the Schemathesis suite (`schemathesis.system.test.ts`) finds `st`, builds its command line and reads
  * its report, for both majors: Schemathesis cannot be installed on these machines (no Python registry), so
  * the parts that differ between 3 and 4 are checked here without it.
  */

@@ -2,7 +2,7 @@
  * SHUTDOWN_DRAIN_SECONDS: between SIGTERM and closing its listener, a server
  * behind a load balancer fails its readiness check while it goes on serving,
  * so the balancer takes it out of rotation first (the fleet test shows the
- * balancer's side: fleet/test/fleet.test.ts).
+ * balancer's side: fleet/test/fleet.system.test.ts).
  */
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
