@@ -48,7 +48,8 @@
  * PGlite `SqlClient` exists for Effect 4.
  */
 import { Clock, Context, Effect, Layer, Option, Redacted, type Scope } from "effect"
-import { AppConfig, type AppConfigValues, StartupError, usesPreparedStatements } from "../config.ts"
+import { AppConfig, type AppConfigValues, usesPreparedStatements } from "../config.ts"
+import { StartupError } from "../startupError.ts"
 import { measureQuery, recordConnectionClosedUnsafe, recordStatementTimeout } from "../observability/metrics.ts"
 import { connectionSettings } from "./connectionSettings.ts"
 import { DatabaseError, QueryTimeout } from "./DatabaseError.ts"
