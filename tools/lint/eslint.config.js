@@ -5,6 +5,7 @@
 import effect from "@effect/eslint-plugin"
 import disableFormattingRules from "@effect/eslint-plugin/configs/disable-conflict-rules"
 import js from "@eslint/js"
+import { defineConfig } from "eslint/config"
 import importX from "eslint-plugin-import-x"
 import path from "node:path"
 import tseslint from "typescript-eslint"
@@ -99,7 +100,7 @@ export const lintConfig = (root) => {
     }))
   ]
 
-  return tseslint.config(
+  return defineConfig(
     {
       ignores: [
         "**/node_modules/**",
