@@ -7,6 +7,6 @@ export default defineConfig({
     // The timeout is there to catch a hang, not to judge the machine: on two cores at load 20, one command took
     // 10–40 s, and a test runs up to five.
     testTimeout: 300_000,
-    hookTimeout: 150_000
+    hookTimeout: 400_000
   }
 })

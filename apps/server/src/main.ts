@@ -7,7 +7,7 @@ import cluster from "node:cluster"
 import { stopWithPrimary, superviseWorkers } from "./cluster.ts"
 import { AppConfig, AppConfigShape, formatConfigError, withSecretFiles } from "./config.ts"
 import { applyMigrations, openDrivers } from "./db/Database.ts"
-import { checkListeners, ServerLive } from "./server.ts"
+import { checkListeners, HeldAddresses, holdListeners, ServerLive } from "./server.ts"
 
 /** One line naming the cause, for the operator; no stack trace, which would only bury it. */
 const stop = (exitCode: number, line: string) =>
@@ -40,10 +40,20 @@ const migrateCommand = Effect.gen(function*() {
 const serve = Effect.gen(function*() {
   const config = yield* AppConfigShape
   // Workers share the ports through the primary, which has checked them already.
-  if (cluster.isPrimary) yield* checkListeners(config)
-  if (config.workers > 1 && cluster.isPrimary) return yield* superviseWorkers(config.workers)
-  if (cluster.isWorker) stopWithPrimary()
-  return yield* Layer.launch(ServerLive.pipe(Layer.provide(Layer.succeed(AppConfig, config))))
+  if (config.workers > 1 && cluster.isPrimary) {
+    yield* checkListeners(config)
+    return yield* superviseWorkers(config.workers)
+  }
+  if (cluster.isWorker) {
+    stopWithPrimary()
+    return yield* Layer.launch(ServerLive.pipe(Layer.provide(Layer.succeed(AppConfig, config))))
+  }
+  // One process: the addresses are bound before anything slow and held, answering 503, until the listeners
+  // take them over, so a client is never refused or reset between the check and the listener.
+  const held = Layer.effect(HeldAddresses, holdListeners(config))
+  return yield* Layer.launch(
+    ServerLive.pipe(Layer.provide(Layer.succeed(AppConfig, config)), Layer.provide(held))
+  )
 }).pipe(
   Effect.catchTag("ConfigError", (error) => refuseToStart(formatConfigError(error))),
   Effect.catchTag("StartupError", (error) => stop(1, `cannot start: ${error.message}`))

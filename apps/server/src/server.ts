@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Logger, Option, References } from "effect"
 import { FetchHttpClient, HttpRouter, HttpServer } from "effect/http"
 import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { errorBodyOf, ServiceUnavailable } from "@petstore/contract"
-import { createServer, type Server } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, type AppConfigValues, describeConfig, quotaStoreKind } from "./config.ts"
 import { StartupError } from "./startupError.ts"
@@ -113,23 +113,37 @@ const stillStarting = JSON.stringify(
   errorBodyOf(new ServiceUnavailable({ message: "The server is starting; retry shortly" }))
 )
 
+/** What a request gets before the routes answer: 503, and a connection closed so the retry finds them. */
+const answerStarting = (_request: IncomingMessage, response: ServerResponse) =>
+  response.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" })
+    .end(stillStarting)
+
 /**
- * Binds the listener's address until the scope closes: the check, not the
- * listener. A client that connects in those milliseconds is answered 503, not
- * dropped: the server never accepts a connection it does not answer.
+ * Addresses the process bound at start-up, before anything slow, and holds until its listeners take them over.
+ * Keyed by `host:port` as configured.
  */
-const holdAddress = (listener: Listener) =>
+export class HeldAddresses extends Context.Service<HeldAddresses, {
+  /** The held socket of this address, if any; from then on it is the caller's to listen on. */
+  readonly takeOver: (host: string, port: number) => Server | undefined
+}>()("@petstore/server/HeldAddresses") {}
+
+/**
+ * Binds the listener's address and answers whoever connects 503 "starting" until the real listener takes the
+ * same socket over (`server.listen(heldServer)`, Node's documented hand-over of a listening handle), or until
+ * the scope closes. The socket is never closed between the check and the listener: closing a listening socket
+ * resets the connections the kernel has queued on it, which a loaded event loop has not accepted yet.
+ */
+const holdAddress = (listener: Listener, handedOver: Set<Server>) =>
   Effect.acquireRelease(
     Effect.callback<Server, StartupError>((resume) => {
-      const probe = createServer((_request, response) =>
-        response.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" })
-          .end(stillStarting)
-      )
+      const probe = createServer(answerStarting)
       probe.once("error", (cause) => resume(Effect.fail(cannotListen(listener, cause))))
       probe.listen({ host: listener.host, port: listener.port, exclusive: true }, () => resume(Effect.succeed(probe)))
     }),
     (probe) =>
       Effect.callback<void>((resume) => {
+        // A socket handed over belongs to the listener now; only its answered connections are the probe's.
+        if (handedOver.has(probe)) return resume(Effect.void)
         probe.close(() => resume(Effect.void))
         // Answered connections close themselves; one that never sent its request is cut after a second.
         setTimeout(() => probe.closeAllConnections(), 1_000).unref()
@@ -137,15 +151,30 @@ const holdAddress = (listener: Listener) =>
   )
 
 /**
- * Fails when an address the server must listen on cannot be bound, before
- * anything slow starts (PGlite takes seconds to open). The addresses are held
- * together, so that PORT and ADMIN_PORT cannot be the same, then let go: the
- * server binds them for good only when its routes are ready.
+ * Fails when an address the server must listen on cannot be bound, before anything slow starts (PGlite takes
+ * seconds to open). The addresses are bound together, so that PORT and ADMIN_PORT cannot be the same, and held
+ * for the scope: the listeners take them over once their routes are ready (`HeldAddresses`).
  */
-export const checkListeners = Effect.fnUntraced(function*(config: AppConfigValues) {
-  const fixed = listenersOf(config).filter((listener) => listener.port !== 0)
-  yield* Effect.scoped(Effect.forEach(fixed, holdAddress, { discard: true }))
+export const holdListeners = Effect.fnUntraced(function*(config: AppConfigValues) {
+  const handedOver = new Set<Server>()
+  const held = new Map<string, Server>()
+  for (const listener of listenersOf(config).filter((listener) => listener.port !== 0)) {
+    held.set(`${listener.host}:${listener.port}`, yield* holdAddress(listener, handedOver))
+  }
+  return HeldAddresses.of({
+    takeOver: (host, port) => {
+      const probe = held.get(`${host}:${port}`)
+      if (probe !== undefined) handedOver.add(probe)
+      return probe
+    }
+  })
 }, traced("checkListeners"))
+
+/**
+ * The check alone, for the primary of `WORKERS=N`: its workers listen through node:cluster, which binds sockets
+ * of its own, so the primary lets the addresses go again at once.
+ */
+export const checkListeners = (config: AppConfigValues) => Effect.scoped(Effect.asVoid(holdListeners(config)))
 
 /**
  * Builds every route first and only then listens, so the server never accepts
@@ -153,20 +182,35 @@ export const checkListeners = Effect.fnUntraced(function*(config: AppConfigValue
  */
 const listen = <E, R>(routes: Layer.Layer<never, E, R>, listener: Listener) =>
   Effect.gen(function*() {
+    const held = Option.flatMapNullishOr(
+      yield* Effect.serviceOption(HeldAddresses),
+      (addresses) => addresses.takeOver(listener.host, listener.port)
+    )
     const router = yield* HttpRouter.toHttpEffect(routes.pipe(Layer.provide(NodeHttpServer.layerHttpServices))).pipe(
       Effect.provideService(HttpRouter.RouterConfig, routerConfig)
     )
     const handler = Effect.catchCause(router, renderUnrouted)
+    const nodeServer = createServer(slowClientLimits).on("clientError", answerClientError)
+    // The platform listens first and installs its request handler after: a request in between (a held socket
+    // has a queue of them) would have nobody to answer it. Until then this one does, and then steps aside.
+    const untilServed = (request: IncomingMessage, response: ServerResponse) => {
+      if (nodeServer.listenerCount("request") === 1) answerStarting(request, response)
+    }
+    nodeServer.on("request", untilServed)
     const context = yield* Layer.build(
       HttpServer.serve(handler).pipe(
         Layer.provideMerge(
           NodeHttpServer.layerServer(
-            () => createServer(slowClientLimits).on("clientError", answerClientError),
-            { host: listener.host, port: listener.port }
+            () => nodeServer,
+            // Node's `server.listen(handle)` takes a listening server's socket over; its options type lacks it.
+            Option.isSome(held)
+              ? held.value as unknown as NodeHttpServer.Options
+              : { host: listener.host, port: listener.port }
           )
         )
       )
     ).pipe(Effect.catchTag("ServeError", (error) => Effect.fail(cannotListen(listener, error.cause))))
+    nodeServer.off("request", untilServed)
     return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
   })
 

@@ -13,7 +13,7 @@ const start = (env: Record<string, string>) =>
   spawnSync(process.execPath, [main], {
     env: { PATH: process.env.PATH ?? "", DATA_DIR: ":memory:", ...env },
     encoding: "utf8",
-    timeout: 20_000
+    timeout: 120_000
   })
 
 describe("bad configuration stops the server at start-up", () => {

@@ -75,7 +75,7 @@ describe("the servers of the OpenAPI document", () => {
       const result = spawnSync(process.execPath, [fileURLToPath(new URL("../src/main.ts", import.meta.url))], {
         env: { PATH: process.env.PATH ?? "", DATA_DIR: ":memory:", OPENAPI_SERVERS: value },
         encoding: "utf8",
-        timeout: 20_000
+        timeout: 120_000
       })
       expect(result.status).toBe(2)
       expect(result.stderr.trim().split("\n")).toEqual([

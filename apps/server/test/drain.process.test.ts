@@ -24,7 +24,7 @@ describe("draining before shutdown", () => {
     const result = spawnSync(process.execPath, [main], {
       env: { PATH: process.env.PATH ?? "", DATA_DIR: ":memory:", SHUTDOWN_DRAIN_SECONDS: value },
       encoding: "utf8",
-      timeout: 20_000
+      timeout: 120_000
     })
     expect(result.status).toBe(2)
     expect(result.stderr.trim().split("\n")).toEqual([

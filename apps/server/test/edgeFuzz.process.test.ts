@@ -274,7 +274,7 @@ const fuzzRequest = (keys: Keys, admin: boolean) =>
       string
     >,
     ...(requestBody !== undefined && method !== "GET" && method !== "HEAD" ? { body: requestBody } : {}),
-    timeout: 30_000
+    timeout: 120_000
   }))
 
 const describeAnswer = (answer: RawAnswer) =>
@@ -326,13 +326,13 @@ for (const backend of backends) {
                 method: "GET",
                 path: "/admin/keys",
                 headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-                timeout: 30_000
+                timeout: 120_000
               }
               : {
                 method: "GET",
                 path: "/v1/pets?limit=5",
                 headers: { authorization: `Bearer ${keys.customer}` },
-                timeout: 30_000
+                timeout: 120_000
               }
             await fc.assert(
               fc.asyncProperty(fuzzRequest(keys, admin), async (request) => {

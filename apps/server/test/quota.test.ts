@@ -62,7 +62,7 @@ const admitMany = (quota: Quota["Service"], key: ApiKey, count: number) =>
 
 for (const { name, layer: quotaLayer, options } of stores) {
   describe(`quota with the ${name}`, options, () => {
-    layer(quotaLayer, { timeout: 60_000 })((it) => {
+    layer(quotaLayer, { timeout: 300_000 })((it) => {
       it.effect.each(["free", "pro", "business"] as const)(
         "%s: the (limit+1)-th request in a minute is refused until the minute resets",
         (plan) =>

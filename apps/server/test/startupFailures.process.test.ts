@@ -19,7 +19,7 @@ const start = (env: Record<string, string>) =>
   spawnSync(process.execPath, [serverEntry()], {
     env: { PATH: process.env.PATH ?? "", HOST: "127.0.0.1", ...env },
     encoding: "utf8",
-    timeout: 30_000
+    timeout: 120_000
   })
 
 /** Exit 1 and one line on stderr, `petstore: cannot start: …`, and no stack trace anywhere. */

@@ -2,7 +2,8 @@ import { once } from "node:events"
 import { createServer, type Server, type Socket } from "node:net"
 import type { AddressInfo } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
-import { send, TransportError } from "../src/transport.ts"
+import { gzipSync } from "node:zlib"
+import { MAX_BODY_BYTES, send, TransportError } from "../src/transport.ts"
 
 /**
  * A raw TCP server that resets a connection when a second request arrives on it: what a client sees when it
@@ -96,5 +97,64 @@ describe("a reset before any answer", () => {
       "the connection was reset before any answer (ECONNRESET), on a new connection too (the first try was on a reused keep-alive connection)"
     )
     expect(server.requests.map((seen) => seen.connection)).toEqual([1, 1, 2])
+  })
+})
+
+describe("an answer the suite stops reading", () => {
+  /** A raw TCP server that answers the first request of each connection as `answer` writes it. */
+  const answering = async (answer: (socket: Socket) => void) => {
+    const sockets = new Set<Socket>()
+    const raw: Server = createServer((socket: Socket) => {
+      sockets.add(socket)
+      socket.on("error", () => {})
+      socket.once("data", () => answer(socket))
+    })
+    raw.listen(0, "127.0.0.1")
+    await once(raw, "listening")
+    return {
+      url: `http://127.0.0.1:${(raw.address() as AddressInfo).port}/v1/pets`,
+      close: () =>
+        new Promise<void>((resolve) => {
+          for (const socket of sockets) socket.destroy()
+          raw.close(() => resolve())
+        })
+    }
+  }
+
+  it("a body that decodes to more than 8 MiB is refused, naming the bound, however small it came compressed", async () => {
+    const bomb = gzipSync(Buffer.alloc(MAX_BODY_BYTES + 1, 0x20))
+    const target = await answering((socket) => {
+      socket.end(Buffer.concat([
+        Buffer.from(
+          `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: ${bomb.length}\r\n\r\n`
+        ),
+        bomb
+      ]))
+    })
+    try {
+      const error = await request("GET", target.url).catch((error: unknown) => error)
+      expect(error).toBeInstanceOf(TransportError)
+      expect((error as Error).message).toBe("the body is over 8 MiB (decoded), more than the suite reads")
+    } finally {
+      await target.close()
+    }
+  })
+
+  it("a body that trickles past the request's timeout ends with it, though its head came at once", async () => {
+    const target = await answering((socket) => {
+      socket.write("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n[")
+    })
+    try {
+      const error = await send({
+        method: "GET",
+        url: target.url,
+        headers: {},
+        signal: AbortSignal.timeout(500)
+      }).catch((error: unknown) => error)
+      expect(error).toBeInstanceOf(TransportError)
+      expect((error as Error).message).toBe("no answer in time (the request timed out)")
+    } finally {
+      await target.close()
+    }
   })
 })

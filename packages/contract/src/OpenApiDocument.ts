@@ -132,7 +132,9 @@ export const documentApi = (rules: DocumentRules) => (spec: Json): Json => {
     const ref: string | undefined = schema.$ref
     if (ref === undefined || ref === errorRef) return { $ref: errorRef }
     const name = ref.replace("#/components/schemas/", "")
-    const fields = Object.keys(spec.components.schemas[name]?.properties ?? {})
+    // `_tag` names the class for `Effect.catchTag`: it is filled in by decoding and left out by encoding
+    // (`Schema.tagDefaultOmit`), so no answer carries it.
+    const fields = Object.keys(spec.components.schemas[name]?.properties ?? {}).filter((field) => field !== "_tag")
     const unknown = fields.filter((field) => !(field in errorSchema.properties))
     if (unknown.length > 0) {
       throw new Error(`documentApi: ${name} has fields the Error schema lacks: ${unknown.join(", ")}`)
