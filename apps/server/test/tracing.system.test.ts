@@ -19,14 +19,16 @@ const readJson = async (request: IncomingMessage) => {
 describe("tracing", () => {
   it("exports request spans to the OTLP collector named by OTEL_EXPORTER_OTLP_ENDPOINT", async () => {
     const spanNames: Array<string> = []
-    collector.on("request", async (request, response) => {
-      if (request.url === "/v1/traces") {
-        const body = await readJson(request)
-        for (const resource of body.resourceSpans) {
-          for (const scope of resource.scopeSpans) for (const span of scope.spans) spanNames.push(span.name)
+    collector.on("request", (request, response) => {
+      void (async () => {
+        if (request.url === "/v1/traces") {
+          const body = await readJson(request)
+          for (const resource of body.resourceSpans) {
+            for (const scope of resource.scopeSpans) for (const span of scope.spans) spanNames.push(span.name)
+          }
         }
-      }
-      response.writeHead(200, { "content-type": "application/json" }).end("{}")
+        response.writeHead(200, { "content-type": "application/json" }).end("{}")
+      })()
     })
     collector.listen(0, "127.0.0.1")
     await once(collector, "listening")
