@@ -40,7 +40,8 @@ describe("tracing", () => {
       DATA_DIR: ":memory:",
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`
     })
-    const deadline = Date.now() + 30_000
+    // A hang guard, not a judgement of speed: at load 47 the server took 116 s to start.
+    const deadline = Date.now() + 240_000
     while (Date.now() < deadline) {
       await fetch(`http://127.0.0.1:${port}/v1/pets`).catch(() => undefined)
       if (spanNames.some((name) => name.includes("GET"))) break
