@@ -85,7 +85,7 @@ describe.runIf(ready)("a runtime role with a migration pending", () => {
         })
         expect(started.status, started.stderr).toBe(1)
         expect(started.stderr).toMatch(
-          /^petstore: cannot start: migration \d{4}_\w+ pending, and this role may not apply it \(permission denied[^\n]*\): apply it with `pnpm migrate` \(in the image: `node apps\/server\/dist\/main\.js migrate`\) as the schema's owner\n$/
+          /^petstore: cannot start: migration \d{4}_\w+ pending, and this role may not apply it \(permission denied[^\n]*\): apply it with `pnpm migrate` \(in the server image: `node dist\/main\.js migrate`\) as the schema's owner\n$/
         )
         // MIGRATE_ON_START=false says the same without trying.
         const refused = spawnSync(process.execPath, [serverEntry()], {
