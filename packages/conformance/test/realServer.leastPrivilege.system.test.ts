@@ -1,21 +1,25 @@
 import { execFileSync, spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
+import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
-import { createTestDatabase, freePort, serverEntry } from "@petstore/test-support"
+import { blockContaining, createTestDatabase, freePort, serverEntry, substituted } from "@petstore/test-support"
 import { postgresAdminUrl } from "./support/realServer.ts"
 import { conformsOn } from "./support/realServerSuite.ts"
 
-/** The grants of the README's "Roles and migrations", for a runtime role that may only read and write rows. */
-export const runtimeGrants = (role: string, database: string, owner: string) => [
-  `GRANT CONNECT ON DATABASE ${database} TO ${role}`,
-  `GRANT USAGE ON SCHEMA public TO ${role}`,
-  `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`,
-  `GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${role}`,
-  `GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO ${role}`,
-  `ALTER DEFAULT PRIVILEGES FOR ROLE ${owner} IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ${role}`,
-  `ALTER DEFAULT PRIVILEGES FOR ROLE ${owner} IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO ${role}`,
-  `ALTER DEFAULT PRIVILEGES FOR ROLE ${owner} IN SCHEMA public GRANT EXECUTE ON FUNCTIONS TO ${role}`
-]
+/**
+ * The README's "Roles and migrations" SQL as printed, for a role, database and owner of this test's; the role
+ * without a password, since the test database trusts local connections.
+ */
+const runtimeRoleStatements = (role: string, database: string, owner: string) =>
+  substituted(
+    blockContaining(fileURLToPath(new URL("../../../README.md", import.meta.url)), "CREATE ROLE petstore_app").text,
+    [
+      ["CREATE ROLE petstore_app LOGIN PASSWORD '…'", `CREATE ROLE ${role} LOGIN`],
+      ["petstore_app", role],
+      ["FOR ROLE petstore_owner", `FOR ROLE ${owner}`],
+      ["ON DATABASE petstore TO", `ON DATABASE ${database} TO`]
+    ]
+  ).trim().split(/;\n/).map((statement) => statement.replace(/;$/, ""))
 
 /** `main.js migrate` (what `pnpm migrate` runs after building), as the schema's owner. */
 const migrateAs = (databaseUrl: string) =>
@@ -37,7 +41,7 @@ const runtimeRole = async (databaseUrl: string) => {
   const url = new URL(databaseUrl)
   const database = url.pathname.slice(1)
   const owner = decodeURIComponent(url.username)
-  psql(databaseUrl, [`CREATE ROLE ${role} LOGIN`, ...runtimeGrants(role, database, owner)])
+  psql(databaseUrl, runtimeRoleStatements(role, database, owner))
   url.username = role
   return {
     url: url.toString(),
