@@ -1,9 +1,12 @@
+import { MIGRATE_COMMAND } from "@petstore/server/db/Database"
 import {
+  blockContaining,
   createKey,
   createTestDatabase,
   freePort,
   missingTool,
   postgresAdminUrl,
+  substituted,
   type TestDatabase
 } from "@petstore/test-support"
 import { execFile, spawn } from "node:child_process"
@@ -219,6 +222,19 @@ describe.skipIf(
       expect(write.stderr).toContain("Read-only file system")
     })
 
+    it("applies migrations with the command the README and the server's refusal print for the image", async () => {
+      const printed = /^# in the server image \(working directory \/app\): +(.+)$/m.exec(
+        blockContaining(join(root, "README.md"), "pnpm migrate").text
+      )?.[1]
+      expect(printed).toBe("node dist/main.js migrate")
+      expect(MIGRATE_COMMAND).toContain(`in the server image: \`${printed}\``)
+      // In the running container: its working directory, its user, its DATABASE_URL_FILE.
+      const outcome = await podman(["exec", name, ...printed!.split(" ")])
+      expect(outcome.stderr).toBe("")
+      expect(outcome.code).toBe(0)
+      expect(outcome.stdout).toBe("petstore: migrations applied: none pending\n")
+    })
+
     it("passes every check of the conformance image, which writes its reports to the mounted folder", async () => {
       const lines: Array<string> = []
       for (const plan of ["free", "pro", "business"] as const) {
@@ -351,6 +367,66 @@ describe.skipIf(
       expect(shown).not.toContain(databasePassword)
       expect(shown).not.toContain(databaseUrl())
     })
+  })
+
+  it("runs the README's podman example as printed: the server on PGlite, a key issued on the admin port, used", async () => {
+    const example = blockContaining(join(root, "README.md"), "podman run --detach --name petstore").text
+    const [port, adminPort] = [await freePort(), await freePort()]
+    const name = `petstore-readme-example-${process.pid}`
+    const volume = `petstore-readme-example-data-${process.pid}`
+    containers.push(name)
+    volumes.push(volume)
+    // Only what must differ on a shared machine: host ports, names, and the image this run built.
+    const script = substituted(example, [
+      ["-p 8080:8080", `-p ${port}:8080`],
+      ["localhost:8080", `localhost:${port}`],
+      ["-p 127.0.0.1:8081:8081", `-p 127.0.0.1:${adminPort}:8081`],
+      ["localhost:8081", `localhost:${adminPort}`],
+      ["--name petstore ", `--name ${name} `],
+      ["-v petstore-data:/data", `-v ${volume}:/data`],
+      ["petstore-server:1.0.0", serverImage]
+    ])
+    const here = mkdtempSync(join(folder, "readme-example-"))
+    // What the global flags and ulimits above do, as podman's configuration: the example's commands stay as printed.
+    const containersConf = join(folder, "containers.conf")
+    writeFileSync(
+      containersConf,
+      [
+        "[containers]",
+        "default_ulimits = [\"nofile=20000:20000\", \"nproc=4096:4096\"]",
+        "[engine]",
+        "runtime = \"runc\"",
+        "cgroup_manager = \"cgroupfs\"",
+        ""
+      ].join("\n")
+    )
+    const outcome = await new Promise<Outcome>((resolve) => {
+      // The example waits for readiness with an unbounded loop, as a reader's shell would: the bound is here.
+      execFile("bash", ["-e", "-c", script], {
+        cwd: here,
+        env: { ...process.env, CONTAINERS_CONF: containersConf },
+        timeout: 240_000
+      }, (error, stdout, stderr) => resolve({ code: error ? (error.code as number) ?? 1 : 0, stdout, stderr }))
+    })
+    expect(outcome.code, `${outcome.stderr}${outcome.stdout}\n${(await podman(["logs", name])).stderr}`).toBe(0)
+    // `podman run --detach` prints the container's id; the last command's answer follows it: the store's pets, to
+    // the key the example issued (a refused or empty key gets an error object).
+    const [containerId, answer] = outcome.stdout.split("\n")
+    expect(await inspect(name, "{{.Id}}")).toBe(containerId)
+    expect(Array.isArray(JSON.parse(answer!)), outcome.stdout).toBe(true)
+    const token = readFileSync(join(here, "admin-token"), "utf8").trim()
+    const keys = await fetch(`http://127.0.0.1:${adminPort}/admin/keys`, {
+      headers: { authorization: `Bearer ${token}` }
+    })
+    expect(keys.status).toBe(200)
+    expect((await keys.json()) as Array<{ name?: string }>).toContainEqual(
+      expect.objectContaining({ name: "my laptop" })
+    )
+    // The admin port is published on the host's loopback only; the public port on every address.
+    expect((await ok(["port", name])).split("\n").sort()).toEqual([
+      `8080/tcp -> 0.0.0.0:${port}`,
+      `8081/tcp -> 127.0.0.1:${adminPort}`
+    ])
   })
 
   it("keeps PGlite's data on a volume across containers, published with -p as the README runs it", async () => {
