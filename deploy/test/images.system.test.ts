@@ -6,6 +6,7 @@ import {
   freePort,
   missingTool,
   postgresAdminUrl,
+  readmeRuntimeRoleStatements,
   substituted,
   type TestDatabase
 } from "@petstore/test-support"
@@ -14,7 +15,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { onPath, read, root } from "./repository.ts"
+import postgres from "postgres"
+import { kustomize, onPath, read, root } from "./repository.ts"
 
 /**
  * The images as a platform team runs them, with podman: built from the Containerfile on the local base
@@ -428,6 +430,105 @@ describe.skipIf(
       `8081/tcp -> 127.0.0.1:${adminPort}`
     ])
   })
+
+  it.skipIf(onPath("kubectl") === undefined && missingTool("kubectl is not on PATH: the kit's pod is not run").skip)(
+    "runs the Kubernetes kit's pod as rendered: the init container migrates as the owner, the server serves as the row-only role",
+    async () => {
+      const objects = kustomize(onPath("kubectl")!, "deploy/kubernetes/base")
+      const pod = objects.find((object) => object.kind === "Deployment")!.spec.template.spec
+      const config = objects.find((object) => object.kind === "ConfigMap")!.data!
+      const fresh = await createTestDatabase(postgresAdminUrl!, "petstore_images_kit")
+      const role = `petstore_app_${process.pid}`
+      const admin = postgres(fresh.url, { max: 1, onnotice: () => {} })
+      try {
+        const owner = decodeURIComponent(new URL(fresh.url).username)
+        for (const statement of readmeRuntimeRoleStatements(role, new URL(fresh.url).pathname.slice(1), owner)) {
+          await admin.unsafe(statement)
+        }
+        const runtimeUrl = new URL(fresh.url)
+        runtimeUrl.username = role
+        // What `kubectl create secret generic` would hold (deploy/README.md, "Kubernetes").
+        const secretData: Record<string, Record<string, string>> = {
+          "petstore-migrate": { "database-url": fresh.url },
+          "petstore-secrets": { "admin-token": adminToken, "database-url": runtimeUrl.toString() }
+        }
+        const [port, adminPort] = [await freePort(), await freePort()]
+        // The pod's network is the host's here: only its ports and addresses differ from what the kit renders.
+        const hostNetwork: Record<string, string> = {
+          PORT: String(port),
+          ADMIN_PORT: String(adminPort),
+          HOST: "127.0.0.1",
+          ADMIN_HOST: "127.0.0.1"
+        }
+        const podmanArgs = (container: any) => {
+          const volumes = container.volumeMounts.flatMap((mount: { name: string; mountPath: string }) => {
+            const volume = pod.volumes.find((volume: { name: string }) => volume.name === mount.name)
+            if (volume.emptyDir !== undefined) return ["--tmpfs", mount.mountPath]
+            const secretFolder = join(folder, `kit-${volume.secret.secretName}`)
+            mkdirSync(secretFolder, { recursive: true })
+            for (const [key, value] of Object.entries(secretData[volume.secret.secretName]!)) {
+              writeFileSync(join(secretFolder, key), value)
+              chmodSync(join(secretFolder, key), 0o444)
+            }
+            return ["--volume", `${secretFolder}:${mount.mountPath}:ro`]
+          })
+          const env = {
+            ...config,
+            ...Object.fromEntries(container.env.map((e: any) => [e.name, e.value])),
+            ...hostNetwork
+          }
+          return [
+            ...limits,
+            "--read-only",
+            "--network",
+            "host",
+            "--user",
+            `${pod.securityContext.runAsUser}:${pod.securityContext.runAsGroup}`,
+            ...volumes,
+            ...Object.entries(env).flatMap(([name, value]) => ["--env", `${name}=${value}`]),
+            ...(container.command === undefined ? [] : ["--entrypoint", JSON.stringify(container.command)]),
+            serverImage,
+            ...(container.args ?? [])
+          ]
+        }
+        const [migrate] = pod.initContainers
+        const migrated = await podman(["run", "--rm", ...podmanArgs(migrate)])
+        expect(migrated.code, migrated.stderr).toBe(0)
+        expect(migrated.stdout).toMatch(/^petstore: migrations applied: 1_create_pets, /)
+        const [tables] =
+          await admin`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public' AND tableowner <> ${owner}`
+        expect(tables!.n, "every table belongs to the owner").toBe(0)
+
+        const name = `petstore-image-test-kit-${process.pid}`
+        containers.push(name)
+        const server = pod.containers.find((container: { name: string }) => container.name === "server")
+        await ok(["run", "--detach", "--name", name, ...podmanArgs(server)])
+        await waitFor(
+          async () => await status(`http://127.0.0.1:${port}/readyz`) === 200,
+          180_000,
+          "kit's server ready"
+        )
+          .catch(async (error) => {
+            throw new Error(`${error}\n${(await podman(["logs", name])).stderr}`)
+          })
+        const key = (await createKey(`http://127.0.0.1:${adminPort}`, "free", undefined, adminToken)).key
+        const created = await fetch(`http://127.0.0.1:${port}/v1/pets`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({ name: "Served by the row-only role", categoryId: 1 })
+        })
+        expect(created.status).toBe(201)
+        const [sessions] = await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = ${role}`
+        expect(sessions!.n, "the server connects as the runtime role").toBeGreaterThan(0)
+        await ok(["rm", "--force", "--time", "0", name])
+      } finally {
+        await admin.end()
+        await fresh.drop()
+        const cluster = postgres(postgresAdminUrl!, { max: 1, onnotice: () => {} })
+        await cluster.unsafe(`DROP ROLE IF EXISTS ${role}`).finally(() => cluster.end())
+      }
+    }
+  )
 
   it("keeps PGlite's data on a volume across containers, published with -p as the README runs it", async () => {
     const volume = `petstore-image-test-data-${process.pid}`

@@ -1,25 +1,9 @@
 import { execFileSync, spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
-import { blockContaining, createTestDatabase, freePort, serverEntry, substituted } from "@petstore/test-support"
+import { createTestDatabase, freePort, readmeRuntimeRoleStatements, serverEntry } from "@petstore/test-support"
 import { postgresAdminUrl } from "./support/realServer.ts"
 import { conformsOn } from "./support/realServerSuite.ts"
-
-/**
- * The README's "Roles and migrations" SQL as printed, for a role, database and owner of this test's; the role
- * without a password, since the test database trusts local connections.
- */
-const runtimeRoleStatements = (role: string, database: string, owner: string) =>
-  substituted(
-    blockContaining(fileURLToPath(new URL("../../../README.md", import.meta.url)), "CREATE ROLE petstore_app").text,
-    [
-      ["CREATE ROLE petstore_app LOGIN PASSWORD '…'", `CREATE ROLE ${role} LOGIN`],
-      ["petstore_app", role],
-      ["FOR ROLE petstore_owner", `FOR ROLE ${owner}`],
-      ["ON DATABASE petstore TO", `ON DATABASE ${database} TO`]
-    ]
-  ).trim().split(/;\n/).map((statement) => statement.replace(/;$/, ""))
 
 /** `main.js migrate` (what `pnpm migrate` runs after building), as the schema's owner. */
 const migrateAs = (databaseUrl: string) =>
@@ -41,7 +25,7 @@ const runtimeRole = async (databaseUrl: string) => {
   const url = new URL(databaseUrl)
   const database = url.pathname.slice(1)
   const owner = decodeURIComponent(url.username)
-  psql(databaseUrl, runtimeRoleStatements(role, database, owner))
+  psql(databaseUrl, readmeRuntimeRoleStatements(role, database, owner))
   url.username = role
   return {
     url: url.toString(),

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
 
 /** A fenced block of a Markdown file, as a reader copies it: without the list item's indentation. */
 export interface FencedBlock {
@@ -46,3 +47,18 @@ export const substituted = (text: string, pairs: ReadonlyArray<readonly [string,
     if (!result.includes(from)) throw new Error(`the example no longer contains ${JSON.stringify(from)}:\n${text}`)
     return result.split(from).join(to)
   }, text)
+
+/**
+ * The root README's "Roles and migrations" SQL as printed, one statement an entry, for a role, database and
+ * schema owner of a test's own; the role without a password, since test databases trust local connections.
+ */
+export const readmeRuntimeRoleStatements = (role: string, database: string, owner: string): Array<string> =>
+  substituted(
+    blockContaining(fileURLToPath(new URL("../../../README.md", import.meta.url)), "CREATE ROLE petstore_app").text,
+    [
+      ["CREATE ROLE petstore_app LOGIN PASSWORD '…'", "CREATE ROLE petstore_app LOGIN"],
+      ["petstore_app", role],
+      ["FOR ROLE petstore_owner", `FOR ROLE ${owner}`],
+      ["ON DATABASE petstore TO", `ON DATABASE ${database} TO`]
+    ]
+  ).trim().split(/;\n/).map((statement) => statement.replace(/;$/, ""))

@@ -36,10 +36,13 @@ describe.each(readmes)("%s", (readme) => {
 
   it("runs each block it calls an example from the README itself, not from a copy", () => {
     for (const block of blocks.filter((block) => block.note?.startsWith("example:"))) {
-      const test = /run as printed by ((?:[\w.-]+\/)+[\w.-]+\.ts)/.exec(block.note!)![1]!
-      const source = readFileSync(join(root, test), "utf8")
-      expect(source, `${readme}:${block.line} → ${test}`).toContain("blockContaining(")
-      expect(source, `${readme}:${block.line} → ${test}`).toContain(readme === "README.md" ? "README.md" : readme)
+      const named = [...block.note!.matchAll(/((?:[\w.-]+\/)+[\w.-]+\.ts)/g)].map((match) => match[1]!)
+      // The test itself, or the helper it runs the block through, reads the block out of this README.
+      const reads = named.filter((path) => {
+        const source = readFileSync(join(root, path), "utf8")
+        return source.includes("blockContaining(") && source.includes(readme)
+      })
+      expect(reads, `${readme}:${block.line}: ${block.note}`).not.toEqual([])
     }
   })
 })
