@@ -520,7 +520,7 @@ describe.skipIf(
         expect(created.status).toBe(201)
         const [sessions] = await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = ${role}`
         expect(sessions!.n, "the server connects as the runtime role").toBeGreaterThan(0)
-        await ok(["rm", "--force", "--time", "0", name])
+        await ok(["rm", "--force", "--volumes", "--time", "0", name])
       } finally {
         await admin.end()
         await fresh.drop()
