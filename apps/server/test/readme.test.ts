@@ -14,9 +14,14 @@ import { blockContaining, eventually, freePort, substituted } from "@petstore/te
  * embedded database's folder (DATA_DIR), so that the test never touches a developer's `./.data`. The install
  * (`npm install -g pnpm@10 && pnpm install`) and `pnpm test` on the same line are not run here: they change the
  * machine, or are this suite; CI's `.ci/run` runs both.
+ *
+ * load-tests/README.md's key commands run here too, against the same server: its `newkey` (step 2 of its first
+ * block), its `API_KEYS` loop and its curl. The keys CLI finds the admin listener on its own port through
+ * ADMIN_URL, the variable that README names for it; k6 itself is load-tests/test/k6.system.test.ts's.
  */
 const repositoryRoot = fileURLToPath(new URL("../../../", import.meta.url))
 const readme = join(repositoryRoot, "README.md")
+const loadTestsReadme = join(repositoryRoot, "load-tests/README.md")
 
 const firstScreen = blockContaining(readme, "pnpm start   # install and start the server").text
 const fromZero = blockContaining(readme, "# 1. Issue an API key").text
@@ -29,11 +34,21 @@ describe("the README's first commands, as printed, against `pnpm start`", () => 
   let adminPort: number
 
   /** Runs a printed block with bash, in the repository's root, and gives its output. */
-  const shell = (script: string) =>
+  const shell = (script: string, env: Record<string, string> = {}) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile("bash", ["-e", "-c", script], { cwd: repositoryRoot, timeout: 60_000 }, (error, stdout, stderr) =>
-        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }))
+      execFile(
+        "bash",
+        ["-e", "-c", script],
+        { cwd: repositoryRoot, env: { ...process.env, ...env }, timeout: 120_000 },
+        (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
+      )
     })
+
+  /** A README's `# → …` line as a pattern of the whole answer, `…` standing for what varies. */
+  const answerShownIn = (block: string) => {
+    const shown = /^# → (.+)$/m.exec(block)![1]!
+    return new RegExp(`^${shown.split("…").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`)
+  }
 
   beforeAll(async () => {
     ;[port, adminPort] = [await freePort(), await freePort()]
@@ -85,12 +100,7 @@ describe("the README's first commands, as printed, against `pnpm start`", () => 
 
     const issued = await shell(substituted(issue!, [ports[0]!]))
     expect(issued.code, issued.stderr).toBe(0)
-    // The README's `# → …` line is the answer, `…` standing for what varies.
-    const shown = /^# → (.+)$/m.exec(issue!)![1]!
-    const pattern = new RegExp(
-      `^${shown.split("…").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`
-    )
-    expect(issued.stdout).toMatch(pattern)
+    expect(issued.stdout).toMatch(answerShownIn(issue!))
     const { key } = JSON.parse(issued.stdout) as { key: string }
 
     // The reader pastes the key where the README shows `psk_…`.
@@ -103,5 +113,37 @@ describe("the README's first commands, as printed, against `pnpm start`", () => 
     const listed = JSON.parse(used.stdout.slice(boundary + 1)) as Array<{ id: number; name: string }>
     expect(created).toMatchObject({ name: "Rex" })
     expect(listed).toContainEqual(expect.objectContaining({ id: created.id, name: "Rex" }))
+  })
+
+  it("issues load-tests/README.md's keys with its newkey, its API_KEYS loop and its curl, as printed", async () => {
+    const adminToken = /ADMIN_TOKEN=(\S+) pnpm start/.exec(firstScreen)?.[1]
+    expect(adminToken, firstScreen).toBeDefined()
+    const keysFor = { ADMIN_URL: `http://127.0.0.1:${adminPort}` }
+
+    // Step 2 of the first block as printed: the server of its step 1 is this suite's, and k6 (step 3) is not here.
+    const local = blockContaining(loadTestsReadme, "# 2. Keys, in another terminal.").text
+    const step2 = /^# 2\. Keys[^\n]*\n([\s\S]*?)^# 3\. Run\./m.exec(local)?.[1]
+    expect(step2, local).toBeDefined()
+    const loop = blockContaining(loadTestsReadme, "export API_KEYS=$(for i in 1 2 3 4 5").text
+    const issued = await shell(
+      `${step2}${loop}echo "$API_KEY_FREE $API_KEY_PRO $API_KEY_BUSINESS"\necho "$API_KEYS"\n`,
+      keysFor
+    )
+    expect(issued.code, issued.stderr).toBe(0)
+    const [perPlan, loaded] = issued.stdout.trim().split("\n")
+    expect(perPlan!.split(" "), issued.stdout).toEqual(Array(3).fill(expect.stringMatching(/^psk_\S+$/)))
+    expect(loaded!.split(","), issued.stdout).toEqual(Array(5).fill(expect.stringMatching(/^psk_\S+$/)))
+    expect(new Set([...perPlan!.split(" "), ...loaded!.split(",")]).size).toBe(8)
+
+    // The same through the admin API: the curl as printed, with the token step 2 exports.
+    const curl = blockContaining(loadTestsReadme, "localhost:8081/admin/keys").text
+    const answered = await shell(substituted(curl, [["localhost:8081", `localhost:${adminPort}`]]), {
+      ADMIN_TOKEN: adminToken!
+    })
+    expect(answered.code, answered.stderr).toBe(0)
+    expect(answered.stdout).toMatch(answerShownIn(curl))
+    const key = JSON.parse(answered.stdout) as { key: string }
+    const used = await fetch(`http://127.0.0.1:${port}/v1/pets`, { headers: { authorization: `Bearer ${key.key}` } })
+    expect(used.status).toBe(200)
   })
 })

@@ -12,9 +12,15 @@ const root = fileURLToPath(new URL("../../../", import.meta.url))
  * - `excerpt: proven by FILE …`: a block with placeholders, or one that needs what a test cannot have (a
  *   registry, a systemd host), and FILE the test that does what it shows;
  * - `excerpt: not run by a test: WHY`, where none can, said openly.
- * packages/conformance, packages/contract and load-tests have READMEs too: they join this list once marked.
  */
-const readmes = ["README.md", "deploy/README.md", "bench/README.md"]
+const readmes = [
+  "README.md",
+  "deploy/README.md",
+  "bench/README.md",
+  "load-tests/README.md",
+  "packages/conformance/README.md",
+  "packages/contract/README.md"
+]
 
 const NOTE = /^(example: (?:`[^`]+` )?run as printed by|excerpt: proven by|excerpt: not run by a test:) /
 
