@@ -6,7 +6,7 @@ import { AppConfig } from "../config.ts"
 import { AdminAuthLive, ApiKeyAuthLive, isAdminToken } from "../auth/ApiKeyAuth.ts"
 import { prometheusText } from "../observability/metrics.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
-import { AdminHandlers } from "./AdminHandlers.ts"
+import { AdminHandlers, AuditHandlers } from "./AdminHandlers.ts"
 import { DocumentRoutes, HealthRoutes } from "./anonymousSurfaces.ts"
 import { errorResponse } from "./errors.ts"
 import { EventsHandlers, WebhooksHandlers } from "./EventsHandlers.ts"
@@ -69,7 +69,11 @@ const MetricsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {
 export const AdminRoutes = Layer.mergeAll(
   MetricsRoute,
   HttpApiBuilder.layer(AdminApi).pipe(
-    Layer.provide(AdminHandlers.pipe(Layer.provide(Layer.mergeAll(AdminAuthLive, RequestValidationLive))))
+    Layer.provide(
+      Layer.mergeAll(AdminHandlers, AuditHandlers).pipe(
+        Layer.provide(Layer.mergeAll(AdminAuthLive, RequestValidationLive))
+      )
+    )
   ),
   unmatchedRoutes(AdminApi, "/admin"),
   requestLog
