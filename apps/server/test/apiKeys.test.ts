@@ -270,14 +270,16 @@ describeOnEachBackend("ApiKeys", ({ name }) => {
     it.effect("last use: noted per request, written by each process at most once a minute per key", () =>
       Effect.gen(function*() {
         yield* begin
-        const [keys] = yield* twoProcesses()
+        const [keys, other] = yield* twoProcesses()
         const database = yield* Database
         const { key, secret } = yield* keys.create({ plan: "free" })
         assert.isNull(Option.getOrThrow(yield* keys.find(key.id)).lastUsedAt)
         yield* TestClock.adjust(5_000)
         for (let i = 0; i < 5; i++) yield* works(keys, secret)
-        assert.strictEqual(yield* keys.flushLastUse, 1)
         assert.strictEqual(Option.getOrThrow(yield* keys.find(key.id)).lastUsedAt?.toISOString(), at(5_000))
+        assert.isNull(Option.getOrThrow(yield* other.find(key.id)).lastUsedAt, "no write per request")
+        assert.strictEqual(yield* keys.flushLastUse, 1)
+        assert.strictEqual(Option.getOrThrow(yield* other.find(key.id)).lastUsedAt?.toISOString(), at(5_000))
         yield* TestClock.adjust(30_000)
         yield* works(keys, secret)
         assert.strictEqual(yield* keys.flushLastUse, 0, "written less than a minute ago")

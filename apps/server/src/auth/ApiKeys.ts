@@ -182,6 +182,14 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       /** Last uses not yet written, and when each key's was last written, by this process (see flushLastUse). */
       const usedAt = new Map<ApiKeyId, number>()
       const writtenAt = new Map<ApiKeyId, number>()
+      /** A key as the database has it, with this process's last use of it that is not written yet. */
+      const keyOf = (row: ApiKeyRow, now: number): ApiKey => {
+        const key = toApiKey(row, now)
+        const noted = usedAt.get(key.id)
+        return noted !== undefined && noted > (key.lastUsedAt?.getTime() ?? 0)
+          ? { ...key, lastUsedAt: new Date(noted) }
+          : key
+      }
 
       const find = (id: ApiKeyId) =>
         Effect.flatMap(
@@ -189,7 +197,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           (now) =>
             db.query<ApiKeyRow>(
               sql`SELECT id, name, plan, per_minute, per_day, role, created_at, expires_at, previous_secret_expires_at, last_used_at FROM api_keys WHERE id = ${id} AND revoked_at IS NULL`
-            ).pipe(Effect.map((rows) => Option.map(Option.fromUndefinedOr(rows[0]), (row) => toApiKey(row, now))))
+            ).pipe(Effect.map((rows) => Option.map(Option.fromUndefinedOr(rows[0]), (row) => keyOf(row, now))))
         )
 
       const authenticate = Effect.fnUntraced(function*(secret: Redacted.Redacted<string>) {
@@ -215,7 +223,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           cache.delete(hash)
           return Option.none<ApiKey>()
         }
-        const key = toApiKey(row, now)
+        const key = keyOf(row, now)
         usedAt.set(key.id, now)
         if (readFrom === generation) {
           if (cache.size >= KEY_CACHE_MAX_ENTRIES) cache.clear()
@@ -254,7 +262,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             SELECT 'key.created', id, ${JSON.stringify(changes)}::jsonb, ${actor.clientAddress} FROM created
           )
           SELECT * FROM created`)
-        return { key: toApiKey(row!, now), secret }
+        return { key: keyOf(row!, now), secret }
       }, traced("ApiKeys.create"))
 
       const update = Effect.fnUntraced(function*(id: ApiKeyId, request: UpdateKeyRequest, actor: Actor = systemActor) {
@@ -298,7 +306,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           SELECT * FROM changed`)
         forgetAll()
         yield* announceChange(id)
-        return Option.map(Option.fromUndefinedOr(rows[0]), (row) => toApiKey(row, now))
+        return Option.map(Option.fromUndefinedOr(rows[0]), (row) => keyOf(row, now))
       }, traced("ApiKeys.update"))
 
       const roll = Effect.fnUntraced(function*(id: ApiKeyId, overlapSeconds: number, actor: Actor = systemActor) {
@@ -322,7 +330,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           SELECT * FROM rolled`)
         forgetAll()
         yield* announceChange(id)
-        return Option.map(Option.fromUndefinedOr(rows[0]), (row) => ({ key: toApiKey(row, now), secret }))
+        return Option.map(Option.fromUndefinedOr(rows[0]), (row) => ({ key: keyOf(row, now), secret }))
       }, traced("ApiKeys.roll"))
 
       const revoke = Effect.fnUntraced(function*(id: ApiKeyId, actor: Actor = systemActor) {
@@ -346,10 +354,10 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       /**
        * Last use without a write per request: each use is noted in memory, and
-       * a key's is written when this process has not written it for a minute
-       * (at the minute's flush, or when the admin API reads keys). So the
-       * column is behind by at most a minute, and a busy key costs each
-       * process one write a minute.
+       * the minute's flush writes the keys this process has not written for a
+       * minute, all in one statement. So the column is behind by at most a
+       * minute (the process's own views add its notes), and a busy key costs
+       * each process one write a minute.
        */
       const flushLastUse = Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -360,17 +368,26 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           usedAt.delete(id)
           writtenAt.set(id, now)
         }
-        yield* db.query(sql`
+        // Notes a failed write took are put back for the next flush, unless a newer use replaced them.
+        const putBack = Effect.sync(() => {
+          for (const [id, at] of due) {
+            writtenAt.delete(id)
+            if ((usedAt.get(id) ?? 0) < at) usedAt.set(id, at)
+          }
+        })
+        yield* Effect.onError(
+          db.query(sql`
           UPDATE api_keys AS k SET last_used_at = GREATEST(k.last_used_at, used.at)
           FROM unnest(${arrayLiteral(due.map(([id]) => id))}::text[],
                       ${arrayLiteral(due.map(([, at]) => new Date(at).toISOString()))}::timestamptz[]) AS used (id, at)
-          WHERE k.id = used.id`)
+          WHERE k.id = used.id`),
+          () => putBack
+        )
         return due.length
       })
 
       const list = (state: "live" | "expired" = "live") =>
         Effect.gen(function*() {
-          yield* flushLastUse
           const [now, at] = yield* nowIso
           const rows = yield* db.query<ApiKeyRow>(
             state === "live"
@@ -379,7 +396,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
               : sql`SELECT id, name, plan, per_minute, per_day, role, created_at, expires_at, previous_secret_expires_at, last_used_at FROM api_keys WHERE revoked_at IS NULL
                       AND expires_at <= ${at}::timestamptz ORDER BY expires_at, id`
           )
-          return rows.map((row) => toApiKey(row, now))
+          return rows.map((row) => keyOf(row, now))
         })
 
       // Purged keys join the revoked ones: gone from every list, kept for the orders and events that name them.
