@@ -300,6 +300,39 @@ const setRole = Command.make(
   Command.withDescription("Make a key a customer or staff; every server process sees it at once")
 )
 
+const setExpiry = Command.make(
+  "set-expiry",
+  {
+    id,
+    expiresIn: Flag.String("expires-in").pipe(
+      Flag.withSchema(DurationText),
+      Flag.withDescription("The key expires this long from now: 30d, 12h, 90m or 3600s (at most 366d)"),
+      Flag.optional
+    ),
+    never: Flag.Boolean("never").pipe(Flag.withDescription("The key never expires"), Flag.withDefault(false))
+  },
+  Effect.fn(function*(input) {
+    const { json } = yield* keys
+    const admin = yield* Admin
+    const expiresAt = Option.match(input.expiresIn, { onNone: () => null, onSome: (text) => fromNow(seconds(text)) })
+    const updated = yield* admin.call((client) =>
+      client.keys.updateKey({ params: { id: input.id }, payload: { expiresAt } })
+    )
+    if (json) return yield* printJson(updated)
+    yield* Console.log(
+      `Updated ${updated.id}: ${updated.expiresAt === undefined ? "never expires" : `expires ${updated.expiresAt}`}`
+    )
+  })
+).pipe(
+  Command.validate((input) =>
+    Option.isSome(input.expiresIn) === input.never
+      ? Effect.fail(new CliError.ValidationError({ message: "give one of --expires-in and --never" }))
+      : Effect.void
+  ),
+  Command.provide(Admin.layer),
+  Command.withDescription("Set when a key expires, or make it never expire; brings an expired key back")
+)
+
 const roll = Command.make(
   "roll",
   {
@@ -454,7 +487,7 @@ class UsageError extends Data.TaggedError("UsageError")<{}> {
 }
 
 keys.pipe(
-  Command.withSubcommands([create, list, roll, usage, setPlan, setRole, unban, revoke, audit]),
+  Command.withSubcommands([create, list, roll, usage, setPlan, setRole, setExpiry, unban, revoke, audit]),
   Command.run({ version: "1.0.0" }),
   Effect.catchIf(
     (error) => CliError.isCliError(error) && error._tag === "ShowHelp" && error.errors.length > 0,

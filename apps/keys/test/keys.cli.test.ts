@@ -89,6 +89,17 @@ describe("pnpm keys", () => {
     expect(refused.code).toBe(2)
   })
 
+  it("set-expiry sets or clears a key's expiry, and wants exactly one of --expires-in and --never", async () => {
+    const { id } = await server.createKey("free")
+    const set = await keys("set-expiry", id, "--expires-in", "12h")
+    expect(set.code).toBe(0)
+    expect(set.stdout).toMatch(new RegExp(`^Updated ${id}: expires \\d{4}-`))
+    const cleared = await keys("set-expiry", id, "--never")
+    expect(cleared.stdout.trim()).toBe(`Updated ${id}: never expires`)
+    expect((await keys("set-expiry", id)).code).toBe(2)
+    expect((await keys("set-expiry", id, "--never", "--expires-in", "1h")).code).toBe(2)
+  })
+
   it("roll prints a new secret for the same key; the old one keeps working for the overlap", async () => {
     const { id, key } = await server.createKey("pro")
     const outcome = await keys("roll", id, "--overlap", "1h")
