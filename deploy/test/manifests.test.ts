@@ -31,7 +31,11 @@ describe.skipIf(
 )(
   "the Kubernetes kit, rendered by kubectl kustomize",
   () => {
-    const folders = ["deploy/kubernetes/base", "deploy/kubernetes/overlays/example"]
+    const folders = [
+      "deploy/kubernetes/base",
+      "deploy/kubernetes/overlays/example",
+      "deploy/kubernetes/overlays/redis-quotas"
+    ]
     const rendered = new Map(folders.map((folder) => [folder, kustomize(kubectl!, folder)]))
     const objects = rendered.get("deploy/kubernetes/overlays/example")!
     const one = (kind: string, name?: string) => {
@@ -155,6 +159,21 @@ describe.skipIf(
 
     it("counts quotas across replicas in PostgreSQL", () => {
       expect(config.QUOTA_STORE).toBe("postgres")
+    })
+
+    it("the redis-quotas overlay counts them in a Redis Cluster, its URL only as a file", () => {
+      const redisObjects = rendered.get("deploy/kubernetes/overlays/redis-quotas")!
+      const redisConfig = redisObjects.find((object) => object.kind === "ConfigMap")!.data!
+      expect(redisConfig).toMatchObject({ QUOTA_STORE: "redis", REDIS_TYPE: "cluster", QUOTA_STORE_FAILURE: "closed" })
+      const redisServer = redisObjects.find((object) => object.kind === "Deployment")!.spec.template.spec.containers
+        .find((container: { name: string }) => container.name === "server")
+      const env = Object.fromEntries(
+        redisServer.env.map((variable: { name: string; value: string }) => [variable.name, variable.value])
+      )
+      expect(env.REDIS_URL_FILE).toBe("/run/secrets/petstore/redis-url")
+      const variables = serverVariables()
+      for (const name of [...Object.keys(redisConfig), ...Object.keys(env)]) expect(variables, name).toContain(name)
+      expect(Object.keys(redisConfig)).not.toContain("REDIS_URL")
     })
   }
 )

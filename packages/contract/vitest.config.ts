@@ -1,3 +1,4 @@
 import { defineConfig } from "vitest/config"
+import { lanes } from "../../vitest.lanes.ts"
 
-export default defineConfig({ test: { include: ["test/**/*.test.ts"] } })
+export default defineConfig({ test: { projects: lanes } })

@@ -34,9 +34,13 @@ export type ErrorCode = typeof ErrorCode.Type
 
 export const ErrorDetail = Schema.Struct({
   path: Schema.String.annotate({
-    description: "Where the problem is: the request part, then the field, e.g. body.name, query.limit, path.petId"
+    description: "Where the problem is: the request part, then the field, e.g. body.name, query.limit, path.petId",
+    examples: ["body.name"]
   }),
-  message: Schema.String.annotate({ description: "What is wrong with it" })
+  message: Schema.String.annotate({
+    description: "What is wrong with it",
+    examples: ["Expected a name of 1 to 100 characters"]
+  })
 }).annotate({ identifier: "ErrorDetail", description: "One offending field of a 400" })
 export type ErrorDetail = typeof ErrorDetail.Type
 
@@ -66,15 +70,22 @@ export const ErrorBody = Schema.Struct({
 export type ErrorBody = typeof ErrorBody.Type
 
 /**
- * `code` and `status` fill themselves in: `new NotFound({ message })`. The
- * status is the table's; `Status` only names it for the type (it cannot be inferred through the lookup).
+ * `_tag`, `code` and `status` fill themselves in: `new NotFound({ message })`.
+ * The status is the table's; `Status` only names it for the type (it cannot be
+ * inferred through the lookup).
+ *
+ * `_tag` is the class's name, so that `Effect.catchTag("NotFound", …)` picks an
+ * error out. It is no part of the wire: the body stays `{ code, message,
+ * status }`, so encoding leaves `_tag` out and decoding fills it in.
  */
 const errorFields = <
+  const Tag extends string,
   const Code extends ErrorCode,
   const Status extends number = (typeof errorStatusByCode)[Code]
->(code: Code) => {
+>(tag: Tag, code: Code) => {
   const status = errorStatusByCode[code] as number as Status
   return {
+    _tag: Schema.tagDefaultOmit(tag),
     code: Schema.Literal(code).pipe(Schema.withConstructorDefault(Effect.succeed(code))),
     message: Schema.String,
     status: Schema.Literal(status).pipe(Schema.withConstructorDefault(Effect.succeed(status)))
@@ -82,7 +93,7 @@ const errorFields = <
 }
 
 export class InvalidRequest extends Schema.Error<InvalidRequest>("InvalidRequest")(
-  { ...errorFields("invalid_request"), details: Schema.optionalKey(Schema.Array(ErrorDetail)) },
+  { ...errorFields("InvalidRequest", "invalid_request"), details: Schema.optionalKey(Schema.Array(ErrorDetail)) },
   {
     httpApiStatus: errorStatusByCode.invalid_request,
     description: "The request is malformed: a missing or invalid field, parameter or body"
@@ -90,7 +101,7 @@ export class InvalidRequest extends Schema.Error<InvalidRequest>("InvalidRequest
 ) {}
 
 export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(
-  errorFields("unauthorized"),
+  errorFields("Unauthorized", "unauthorized"),
   {
     httpApiStatus: errorStatusByCode.unauthorized,
     description: "The API key is missing, malformed, unknown or revoked"
@@ -98,13 +109,13 @@ export class Unauthorized extends Schema.Error<Unauthorized>("Unauthorized")(
 ) {}
 
 export class NotFound extends Schema.Error<NotFound>("NotFound")(
-  errorFields("not_found"),
+  errorFields("NotFound", "not_found"),
   { httpApiStatus: errorStatusByCode.not_found, description: "The requested resource does not exist" }
 ) {}
 
 /** Answered by the server's routing, not by an operation: no operation of the contract declares it. */
 export class MethodNotAllowed extends Schema.Error<MethodNotAllowed>("MethodNotAllowed")(
-  errorFields("method_not_allowed"),
+  errorFields("MethodNotAllowed", "method_not_allowed"),
   {
     httpApiStatus: errorStatusByCode.method_not_allowed,
     description: "The path exists, but not with this method; see Allow"
@@ -112,7 +123,7 @@ export class MethodNotAllowed extends Schema.Error<MethodNotAllowed>("MethodNotA
 ) {}
 
 export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLarge")(
-  errorFields("payload_too_large"),
+  errorFields("PayloadTooLarge", "payload_too_large"),
   {
     httpApiStatus: errorStatusByCode.payload_too_large,
     description: "The request body is larger than the service accepts"
@@ -120,7 +131,7 @@ export class PayloadTooLarge extends Schema.Error<PayloadTooLarge>("PayloadTooLa
 ) {}
 
 export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("UnsupportedMediaType")(
-  errorFields("unsupported_media_type"),
+  errorFields("UnsupportedMediaType", "unsupported_media_type"),
   {
     httpApiStatus: errorStatusByCode.unsupported_media_type,
     description: "The request body is not sent as application/json"
@@ -128,7 +139,7 @@ export class UnsupportedMediaType extends Schema.Error<UnsupportedMediaType>("Un
 ) {}
 
 export class RateLimited extends Schema.Error<RateLimited>("RateLimited")(
-  { ...errorFields("rate_limited"), code: Schema.Literals(["rate_limited", "api_key_banned"]) },
+  { ...errorFields("RateLimited", "rate_limited"), code: Schema.Literals(["rate_limited", "api_key_banned"]) },
   {
     httpApiStatus: errorStatusByCode.rate_limited,
     description: "A request quota is exhausted or the key is temporarily banned; see Retry-After"
@@ -136,7 +147,7 @@ export class RateLimited extends Schema.Error<RateLimited>("RateLimited")(
 ) {}
 
 export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("ServiceUnavailable")(
-  errorFields("service_unavailable"),
+  errorFields("ServiceUnavailable", "service_unavailable"),
   {
     httpApiStatus: errorStatusByCode.service_unavailable,
     description: "A dependency of the service is unavailable; retry after Retry-After"
@@ -145,12 +156,12 @@ export class ServiceUnavailable extends Schema.Error<ServiceUnavailable>("Servic
 
 /** A bug, answered without detail (the server logs it). No operation declares it. */
 export class InternalError extends Schema.Error<InternalError>("InternalError")(
-  errorFields("internal_error"),
+  errorFields("InternalError", "internal_error"),
   { httpApiStatus: errorStatusByCode.internal_error, description: "The service failed to handle the request" }
 ) {}
 
 export class IdempotencyKeyInFlight extends Schema.Error<IdempotencyKeyInFlight>("IdempotencyKeyInFlight")(
-  errorFields("idempotency_key_in_flight"),
+  errorFields("IdempotencyKeyInFlight", "idempotency_key_in_flight"),
   {
     httpApiStatus: errorStatusByCode.idempotency_key_in_flight,
     description: "A request with this Idempotency-Key is still being processed; retry shortly"
@@ -158,7 +169,7 @@ export class IdempotencyKeyInFlight extends Schema.Error<IdempotencyKeyInFlight>
 ) {}
 
 export class IdempotencyKeyReused extends Schema.Error<IdempotencyKeyReused>("IdempotencyKeyReused")(
-  errorFields("idempotency_key_reused"),
+  errorFields("IdempotencyKeyReused", "idempotency_key_reused"),
   {
     httpApiStatus: errorStatusByCode.idempotency_key_reused,
     description: "This Idempotency-Key was used with a different request body"
@@ -166,7 +177,7 @@ export class IdempotencyKeyReused extends Schema.Error<IdempotencyKeyReused>("Id
 ) {}
 
 export class Forbidden extends Schema.Error<Forbidden>("Forbidden")(
-  errorFields("forbidden"),
+  errorFields("Forbidden", "forbidden"),
   {
     httpApiStatus: errorStatusByCode.forbidden,
     description: "The API key's role may not do this (it needs a staff key)"
@@ -174,7 +185,7 @@ export class Forbidden extends Schema.Error<Forbidden>("Forbidden")(
 ) {}
 
 export class PreconditionFailed extends Schema.Error<PreconditionFailed>("PreconditionFailed")(
-  errorFields("precondition_failed"),
+  errorFields("PreconditionFailed", "precondition_failed"),
   {
     httpApiStatus: errorStatusByCode.precondition_failed,
     description: "If-Match names none of the resource's current ETag: it changed since it was read (RFC 9110)"
@@ -182,7 +193,7 @@ export class PreconditionFailed extends Schema.Error<PreconditionFailed>("Precon
 ) {}
 
 export class PetNotAvailable extends Schema.Error<PetNotAvailable>("PetNotAvailable")(
-  errorFields("pet_not_available"),
+  errorFields("PetNotAvailable", "pet_not_available"),
   {
     httpApiStatus: errorStatusByCode.pet_not_available,
     description: "The pet is not `available`: it is pending or sold"
@@ -190,7 +201,7 @@ export class PetNotAvailable extends Schema.Error<PetNotAvailable>("PetNotAvaila
 ) {}
 
 export class PetHasOpenOrder extends Schema.Error<PetHasOpenOrder>("PetHasOpenOrder")(
-  errorFields("pet_has_open_order"),
+  errorFields("PetHasOpenOrder", "pet_has_open_order"),
   {
     httpApiStatus: errorStatusByCode.pet_has_open_order,
     description: "The pet has an open (placed) order: cancel or deliver it first"
@@ -198,7 +209,7 @@ export class PetHasOpenOrder extends Schema.Error<PetHasOpenOrder>("PetHasOpenOr
 ) {}
 
 export class InvalidTransition extends Schema.Error<InvalidTransition>("InvalidTransition")(
-  errorFields("invalid_transition"),
+  errorFields("InvalidTransition", "invalid_transition"),
   {
     httpApiStatus: errorStatusByCode.invalid_transition,
     description: "The order is not `placed`, so it cannot move; the message names its current status"

@@ -20,12 +20,12 @@ const unauthorized = new Unauthorized({
 export const ApiKeyAuthLive = Layer.succeed(
   ApiKeyAuth,
   ApiKeyAuth.of({
-    apiKey: Effect.fnUntraced(function*(httpEffect) {
+    bearerAuth: Effect.fnUntraced(function*(httpEffect) {
       const { key, refusal } = yield* currentAdmission
       if (Option.isSome(refusal)) return yield* refusal.value
       if (Option.isNone(key)) return yield* unauthorized
       return yield* Effect.provideService(httpEffect, CurrentApiKey, key.value)
-    }, traced("ApiKeyAuth.apiKey"))
+    }, traced("ApiKeyAuth.bearerAuth"))
   })
 )
 

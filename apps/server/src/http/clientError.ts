@@ -1,4 +1,5 @@
 import { type ApiError, type ErrorDetail, errorBodyOf, InvalidRequest, PayloadTooLarge } from "@petstore/contract"
+import { randomUUID } from "node:crypto"
 import { type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 
@@ -58,6 +59,8 @@ const detailOf = (error: ParseError): ErrorDetail => {
 /**
  * A whole HTTP/1.1 answer with the error's body, after which the connection
  * closes. Written by hand: Node asks for bytes on the socket here, not for a response.
+ * It carries a new `X-Request-Id`, as every answer carries one: the parser gives
+ * no headers of a request it refuses, so a client's own id cannot be echoed.
  */
 const errorAnswer = (error: ApiError, head: boolean): string => {
   const json = JSON.stringify(errorBodyOf(error))
@@ -68,6 +71,7 @@ const errorAnswer = (error: ApiError, head: boolean): string => {
     `Content-Length: ${Buffer.byteLength(json)}`,
     "Cache-Control: no-store",
     "X-Content-Type-Options: nosniff",
+    `X-Request-Id: ${randomUUID()}`,
     "Connection: close",
     "",
     // An answer to HEAD has no body (RFC 9110 §9.3.2): a client reads one as the start of the next answer.

@@ -7,7 +7,7 @@ import { AdminAuthLive, ApiKeyAuthLive, isAdminToken } from "../auth/ApiKeyAuth.
 import { prometheusText } from "../observability/metrics.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
 import { AdminHandlers, AuditHandlers } from "./AdminHandlers.ts"
-import { DocumentRoutes, HealthRoutes } from "./anonymousSurfaces.ts"
+import { DocumentRoutes, FaviconRoute, HealthRoutes } from "./anonymousSurfaces.ts"
 import { errorResponse } from "./errors.ts"
 import { EventsHandlers, WebhooksHandlers } from "./EventsHandlers.ts"
 import { OrdersHandlers } from "./OrdersHandlers.ts"
@@ -48,7 +48,7 @@ const V1Routes = Layer.mergeAll(
   unmatchedRoutes(PetstoreApi, "/v1")
 ).pipe(Layer.provide(v1Edge))
 
-export const PublicRoutes = Layer.mergeAll(V1Routes, DocumentRoutes, HealthRoutes, requestLog)
+export const PublicRoutes = Layer.mergeAll(V1Routes, DocumentRoutes, HealthRoutes, FaviconRoute, requestLog)
 
 /** Prometheus metrics, for the admin token, or for anyone who reaches the admin listener with METRICS_PUBLIC. */
 const MetricsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {

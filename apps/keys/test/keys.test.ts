@@ -2,7 +2,8 @@ import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ADMIN_TOKEN, bearer, runScript, send, type StartedProcess, startServerProcess } from "@petstore/test-support"
 
-const cli = fileURLToPath(new URL("../src/main.ts", import.meta.url))
+/** The bundle `pnpm keys` runs, built from the sources by `buildOnce.ts`. */
+const cli = fileURLToPath(new URL("../dist/main.js", import.meta.url))
 
 /** The server (`@petstore/server/main`) as its own process, on PGlite in memory. */
 interface RunningServer {
@@ -52,11 +53,11 @@ describe("pnpm keys", () => {
     expect((await getPets(created.key)).status).toBe(200)
   })
 
-  it("list shows the key by id, plan, limits and name, never its secret", async () => {
+  it("list shows the key by id, plan, limits, role and name, never its secret", async () => {
     const outcome = await keys("list")
     expect(outcome.code).toBe(0)
     const line = outcome.stdout.split("\n").find((line) => line.startsWith(created.id))
-    expect(line).toMatch(/\bpro\b.*300\/min 10000\/day.*ci bot/)
+    expect(line).toMatch(/\bpro\b.*300\/min 10000\/day +customer +ci bot/)
     expect(outcome.stdout).not.toContain("psk_")
     expect(outcome.stdout).not.toContain(created.key)
   })
@@ -64,9 +65,14 @@ describe("pnpm keys", () => {
   it("list starts with a header row whose columns line up with the keys'", async () => {
     const outcome = await keys("list")
     const [header, ...rows] = outcome.stdout.trimEnd().split("\n")
-    expect(header).toMatch(/^ID +PLAN +LIMITS +NAME +CREATED +EXPIRES +LAST USED$/)
+    expect(header).toMatch(/^ID +PLAN +LIMITS +ROLE +NAME +CREATED +EXPIRES +LAST USED$/)
     const row = rows.find((line) => line.startsWith(created.id))!
-    for (const [column, value] of [["PLAN", "pro"], ["LIMITS", "300/min"], ["NAME", "ci bot"]] as const) {
+    for (
+      const [column, value] of [["PLAN", "pro"], ["LIMITS", "300/min"], ["ROLE", "customer"], [
+        "NAME",
+        "ci bot"
+      ]] as const
+    ) {
       expect(row.indexOf(value), column).toBe(header!.indexOf(column))
     }
   })
@@ -153,6 +159,8 @@ describe("pnpm keys", () => {
     expect(outcome.code).toBe(0)
     expect(outcome.stdout).toMatch(/role:\s+staff/)
     const id = outcome.stdout.match(/\bkey_[0-9a-z]{16}\b/)![0]
+    const listedAsStaff = (await keys("list")).stdout.split("\n").find((line) => line.startsWith(id))
+    expect(listedAsStaff).toMatch(/ staff +- /)
     const demoted = await keys("set-role", id, "--role", "customer")
     expect(demoted.stderr).toBe("")
     expect(demoted.code).toBe(0)
@@ -192,11 +200,17 @@ describe("pnpm keys", () => {
     const unban = await keys("unban", id)
     expect(unban.stderr).toBe("")
     expect(unban.code).toBe(0)
-    expect(unban.stdout).toContain(`Unbanned ${id}`)
+    expect(unban.stdout).toBe(`Unbanned ${id}: its ban has ended.\n`)
     // Answered while limited, never while banned.
     expect((await send(`${server.baseUrl}/rate_limit`, { headers: bearer(key) })).body).toMatchObject({ ban: null })
     const after = await keys("usage", id, "--json")
     expect(JSON.parse(after.stdout)).toMatchObject({ day: { limit: 50 }, ban: null })
+
+    const again = await keys("unban", id)
+    expect(again.stderr).toBe("")
+    expect(again.code).toBe(0)
+    expect(again.stdout).toBe(`${id} was not banned: nothing to do.\n`)
+    expect(JSON.parse((await keys("unban", id, "--json")).stdout)).toEqual({ id, unbanned: true, wasBanned: false })
   })
 
   it("usage and unban of an unknown key exit 1 with not_found", async () => {
@@ -217,6 +231,21 @@ describe("pnpm keys", () => {
       /^keys: --per-minute and --per-day go together$/,
       "keys create --help"
     ],
+    [
+      ["create", "--plan", "enterprise"],
+      /^keys: an enterprise key needs --per-minute and --per-day$/,
+      "keys create --help"
+    ],
+    [
+      ["create", "--plan", "pro", "--per-minute", "5", "--per-day", "50"],
+      /^keys: --per-minute and --per-day are for enterprise keys only: the pro plan's limits are fixed$/,
+      "keys create --help"
+    ],
+    [
+      ["set-plan", "key_0000000000000000", "--plan", "free", "--per-minute", "5", "--per-day", "50"],
+      /^keys: --per-minute and --per-day are for enterprise keys only: the free plan's limits are fixed$/,
+      "keys set-plan --help"
+    ],
     [["bogus"], /^keys: Unknown subcommand "bogus"/, "keys --help"]
   ])(
     "a mistyped command (%j) exits 2 with its error first, on one line, and where the help is",
@@ -228,11 +257,15 @@ describe("pnpm keys", () => {
     }
   )
 
-  it("a refusal of the server exits 1 with its code and message on one line", async () => {
-    const outcome = await keys("create", "--plan", "enterprise")
+  it("a refusal of the server exits 1 with its code on one line, naming the CLI's flags, not the API's fields", async () => {
+    // Only the server knows the key's plan now: an enterprise key keeps its limits, any other needs new ones.
+    const { id } = await server.createKey("pro")
+    const outcome = await keys("set-plan", id, "--plan", "enterprise")
     expect(outcome.code).toBe(1)
     expect(outcome.stdout).toBe("")
-    expect(outcome.stderr.trim().split("\n")).toEqual(["keys: invalid_request: An enterprise key needs `limits`"])
+    expect(outcome.stderr.trim().split("\n")).toEqual([
+      "keys: invalid_request: --per-minute and --per-day: required for the enterprise plan"
+    ])
   })
 
   it("an unknown key exits 1 with not_found", async () => {
@@ -244,7 +277,17 @@ describe("pnpm keys", () => {
   it("a wrong admin token exits 1 with unauthorized", async () => {
     const outcome = await run(["list"], { ADMIN_URL: server.adminUrl, ADMIN_TOKEN: "not-the-admin-token" })
     expect(outcome.code).toBe(1)
-    expect(outcome.stderr.trim()).toMatch(/^keys: unauthorized: /)
+    expect(outcome.stderr.trim()).toBe(
+      `keys: unauthorized: ADMIN_TOKEN is not the admin token of the server at ${server.adminUrl}`
+    )
+  })
+
+  it("the public address in ADMIN_URL exits 1 with one line saying ADMIN_URL is not the admin address", async () => {
+    const outcome = await run(["list"], { ADMIN_URL: server.baseUrl.replace(/\/v1$/, ""), ADMIN_TOKEN })
+    expect(outcome.code).toBe(1)
+    const lines = outcome.stderr.trim().split("\n")
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toMatch(/^keys: no admin API at .*: is ADMIN_URL the server's admin address/)
   })
 
   it("a missing ADMIN_TOKEN exits 2 with one line naming it", async () => {

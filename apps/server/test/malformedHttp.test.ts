@@ -62,6 +62,9 @@ const expectInvalidRequest = (answer: ParsedAnswer | undefined, detailPath: stri
   expect(answer!.headers["content-type"]).toMatch(/^application\/json/)
   expect(answer!.headers["connection"]).toBe("close")
   expect(answer!.headers["cache-control"]).toBe("no-store")
+  expect(answer!.headers["x-content-type-options"]).toBe("nosniff")
+  // Every answer carries a request id (README "Operations"), this one included.
+  expect(answer!.headers["x-request-id"]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
   expect(JSON.parse(answer!.body)).toEqual({
     code: "invalid_request",
     message: expect.stringMatching(/./),
@@ -155,6 +158,16 @@ describe("requests the HTTP parser refuses", () => {
     expect(Array.isArray(JSON.parse(answers[0]!.body))).toBe(true)
     expectInvalidRequest(answers[1], "header.idempotency-key")
     expect(ending).toBe("fin")
+  })
+
+  it("gives each refused request an id of its own, even when the client sent one", async () => {
+    const refused = () =>
+      exchange(port, `GET /v1/pets HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: mine-1\r\nX-Note: a\x01b\r\n\r\n`)
+    const ids = await Promise.all([refused(), refused()]).then((exchanges) =>
+      exchanges.map(({ received }) => parseAnswers(received)[0]!.headers["x-request-id"])
+    )
+    expect(new Set(ids).size).toBe(2)
+    expect(ids).not.toContain("mine-1")
   })
 
   it("keeps serving: a clean request on a new connection gets its answer", async () => {

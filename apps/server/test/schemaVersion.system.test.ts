@@ -3,7 +3,7 @@
  * - newer than this server knows (a rolling upgrade: the new release's hosts
  *   migrated, this old one restarts): it serves, and its log names the versions;
  * - current with MIGRATE_ON_START=false: it serves, having changed nothing.
- * (Pending migrations, refused: packages/conformance/test/realServer.leastPrivilege.test.ts.)
+ * (Pending migrations, refused: packages/conformance/test/realServer.leastPrivilege.system.test.ts.)
  */
 import postgres from "postgres"
 import { afterEach, describe, expect, it } from "vitest"

@@ -7,7 +7,7 @@
  * statement that timed out: two 5 s clocks, whichever ends first), counts it in
  * `database_connections_closed_total{reason="silent"|"timed_out"}`, and serves again by
  * itself, whichever answer was swallowed: a statement's, a new connection's
- * start-up, or the answer to its TLS request. (A pooler that desynchronises is in pooler.process.test.ts: PgBouncer
+ * start-up, or the answer to its TLS request. (A pooler that desynchronises is in pooler.system.test.ts: PgBouncer
  * in transaction mode with named prepared statements.)
  */
 import { afterEach, describe, expect, it } from "vitest"

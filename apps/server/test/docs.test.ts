@@ -39,6 +39,14 @@ describe("documentation and links", () => {
     }
   })
 
+  it("answers /favicon.ico, which browsers ask for beside the page: 204, kept a day, spending no quota", async () => {
+    const answer = await send(`${origin()}/favicon.ico`)
+    expect(answer.status).toBe(204)
+    expect(answer.text).toBe("")
+    expect(answer.headers.get("cache-control")).toBe("public, max-age=86400")
+    expect(answer.headers.get("x-ratelimit-limit")).toBeNull()
+  })
+
   it("builds Link URLs from PUBLIC_BASE_URL when it is set", async () => {
     const { key } = await server.createKey("business")
     for (let i = 0; i < 3; i++) {
@@ -75,7 +83,7 @@ describe("the servers of the OpenAPI document", () => {
       const result = spawnSync(process.execPath, [fileURLToPath(new URL("../src/main.ts", import.meta.url))], {
         env: { PATH: process.env.PATH ?? "", DATA_DIR: ":memory:", OPENAPI_SERVERS: value },
         encoding: "utf8",
-        timeout: 20_000
+        timeout: 120_000
       })
       expect(result.status).toBe(2)
       expect(result.stderr.trim().split("\n")).toEqual([

@@ -8,7 +8,15 @@ import { Cause, Effect, Exit, Layer, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AppConfig, StartupError } from "../src/config.ts"
 import { ServerLive } from "../src/server.ts"
-import { freePort, postgresAdminUrl, serverEntry } from "@petstore/test-support"
+import {
+  freePort,
+  postgresAdminUrl,
+  serverEntry,
+  type ServerProcess,
+  spawnServer,
+  waitForExit,
+  waitUntilReady
+} from "@petstore/test-support"
 
 const scratch = mkdtempSync(join(tmpdir(), "petstore-startup-failures-"))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
@@ -18,7 +26,7 @@ const start = (env: Record<string, string>) =>
   spawnSync(process.execPath, [serverEntry()], {
     env: { PATH: process.env.PATH ?? "", HOST: "127.0.0.1", ...env },
     encoding: "utf8",
-    timeout: 30_000
+    timeout: 120_000
   })
 
 /** Exit 1 and one line on stderr, `petstore: cannot start: …`, and no stack trace anywhere. */
@@ -142,4 +150,57 @@ describe("a server that cannot start stops with one line naming the cause", () =
       )
     })
   })
+})
+
+describe("a PGlite folder is used by one server at a time", () => {
+  const dataDir = join(scratch, "shared")
+  let first: ServerProcess | undefined
+  afterAll(() => first?.stop())
+
+  /** The messages of the JSON log lines a server wrote, in order. */
+  const logMessages = (server: ServerProcess) =>
+    server.output().split("\n").filter((line) => line.startsWith("{")).map((line) =>
+      (JSON.parse(line) as { message: string }).message
+    )
+
+  const startServing = async () => {
+    const port = await freePort()
+    const server = spawnServer({ PORT: String(port), HOST: "127.0.0.1", DATA_DIR: dataDir, LOG_LEVEL: "Info" })
+    // A hang guard: opening PGlite took over a minute with the machine busy.
+    await waitUntilReady(server, `http://127.0.0.1:${port}/healthz`, 240_000)
+    return { server, port }
+  }
+
+  it("the first start says it is creating the embedded database before it does", async () => {
+    const started = await startServing()
+    first = started.server
+    const messages = logMessages(first)
+    const creating = messages.indexOf("creating the embedded database (PGlite); the first start takes a while")
+    expect(creating, first.output()).toBeGreaterThanOrEqual(0)
+    expect(creating).toBeLessThan(messages.indexOf("database ready"))
+  }, 300_000)
+
+  it(
+    "a second server on the folder stops with one line: another process holds it, and what chooses another",
+    async () => {
+      const line = expectOneLineFailure(start({ PORT: String(await freePort()), DATA_DIR: dataDir }))
+      expect(line).toBe(
+        `petstore: cannot start: DATA_DIR (${dataDir}): another process holds this folder (a server already running ` +
+          "on it?): stop it, or set DATA_DIR to another folder, or DATABASE_URL to use PostgreSQL instead"
+      )
+    },
+    300_000
+  )
+
+  it("a server killed without shutting down leaves no lock behind: the next one opens the folder", async () => {
+    first!.child.kill("SIGKILL")
+    expect(await waitForExit(first!.child, 30_000)).toBeDefined()
+    const next = await startServing()
+    try {
+      expect(logMessages(next.server)).toContain("opening the embedded database (PGlite)")
+      expect((await fetch(`http://127.0.0.1:${next.port}/healthz`)).status).toBe(200)
+    } finally {
+      await next.server.stop()
+    }
+  }, 300_000)
 })

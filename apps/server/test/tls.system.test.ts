@@ -87,7 +87,7 @@ const startAndStop = async (env: Record<string, string>) =>
       ...env
     },
     encoding: "utf8",
-    timeout: 60_000
+    timeout: 120_000
   })
 
 const expectOneLine = (result: Awaited<ReturnType<typeof startAndStop>>, pattern: RegExp) => {

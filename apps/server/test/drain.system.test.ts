@@ -2,7 +2,7 @@
  * SHUTDOWN_DRAIN_SECONDS: between SIGTERM and closing its listener, a server
  * behind a load balancer fails its readiness check while it goes on serving,
  * so the balancer takes it out of rotation first (the fleet test shows the
- * balancer's side: fleet/test/fleet.test.ts).
+ * balancer's side: fleet/test/fleet.system.test.ts).
  */
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -24,7 +24,7 @@ describe("draining before shutdown", () => {
     const result = spawnSync(process.execPath, [main], {
       env: { PATH: process.env.PATH ?? "", DATA_DIR: ":memory:", SHUTDOWN_DRAIN_SECONDS: value },
       encoding: "utf8",
-      timeout: 20_000
+      timeout: 120_000
     })
     expect(result.status).toBe(2)
     expect(result.stderr.trim().split("\n")).toEqual([

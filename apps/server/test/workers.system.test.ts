@@ -92,7 +92,7 @@ describe("WORKERS without the shared store", () => {
     const code = await new Promise<number | null>((resolve) => server.child.once("exit", resolve))
     expect(code).toBe(2)
     expect(server.output().trim()).toMatch(
-      /^petstore: invalid configuration: WORKERS: 2 processes need the shared PostgreSQL quota store/
+      /^petstore: invalid configuration: WORKERS: 2 processes need a shared quota store/
     )
     expect(server.output().trim().split("\n")).toHaveLength(1)
   })

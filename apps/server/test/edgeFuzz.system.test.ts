@@ -9,12 +9,12 @@
  * on the same listener.
  *
  * The property, for every request: an answer below 500 (what Node's parser refuses has its own tests,
- * malformedHttp.http.test.ts: the generators stay within what node:http sends), no log line at ERROR
+ * malformedHttp.test.ts: the generators stay within what node:http sends), no log line at ERROR
  * while it ran, and the well-formed request beside it answered 200.
  *
  * Seeded and replayable: EDGE_FUZZ_SEED (default 20261125) and EDGE_FUZZ_RUNS (default 200 per listener and TRUST_PROXY setting).
  * A failure prints fast-check's seed and path; run again with that seed to replay it:
- * `EDGE_FUZZ_SEED=<seed> pnpm --filter @petstore/server exec vitest run test/edgeFuzz.process.test.ts`.
+ * `EDGE_FUZZ_SEED=<seed> pnpm --filter @petstore/server exec vitest run test/edgeFuzz.system.test.ts`.
  */
 import {
   ADMIN_TOKEN,
@@ -272,7 +272,7 @@ const fuzzRequest = (keys: Keys, admin: boolean) =>
       string
     >,
     ...(requestBody !== undefined && method !== "GET" && method !== "HEAD" ? { body: requestBody } : {}),
-    timeout: 30_000
+    timeout: 120_000
   }))
 
 const describeAnswer = (answer: RawAnswer) =>
@@ -324,13 +324,13 @@ for (const backend of backends) {
                 method: "GET",
                 path: "/admin/keys",
                 headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-                timeout: 30_000
+                timeout: 120_000
               }
               : {
                 method: "GET",
                 path: "/v1/pets?limit=5",
                 headers: { authorization: `Bearer ${keys.customer}` },
-                timeout: 30_000
+                timeout: 120_000
               }
             await fc.assert(
               fc.asyncProperty(fuzzRequest(keys, admin), async (request) => {

@@ -1,7 +1,9 @@
-import { afterAll, beforeAll, expect, it } from "vitest"
-import { ADMIN_TOKEN, type Answer, bearer, json, send } from "@petstore/test-support"
+import { ADMIN_TOKEN, type Answer, bearer, json, send, startRedis, type TestRedis } from "@petstore/test-support"
+import { Option, Redacted } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { describeOnEachBackend } from "./support/databases.ts"
 import { expectError } from "./support/http.ts"
+import { redisSuiteOptions } from "./support/layers.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 
 const limitOf = (answer: Answer) => Number(answer.headers.get("x-ratelimit-limit"))
@@ -22,13 +24,14 @@ const inOneWindow = async (burst: () => Promise<ReadonlyArray<Answer>>) => {
   }
 }
 
-describeOnEachBackend("quotas over HTTP", ({ name }) => {
+/** The suite over a server that `start` starts: on each database backend, and on the Redis store. */
+const quotasOverHttp = (start: () => Promise<RunningServer>) => {
   let server: RunningServer
   const url = (path: string) => `${server.baseUrl}${path}`
   const enterpriseKey = (perMinute: number, perDay: number) => server.createKey("enterprise", { perMinute, perDay })
 
   beforeAll(async () => {
-    server = await startServer(name)
+    server = await start()
   })
   afterAll(() => server?.stop())
 
@@ -189,4 +192,22 @@ describeOnEachBackend("quotas over HTTP", ({ name }) => {
     expect(limitOf(next!)).toBe(300)
     expect(remainingOf(next!)).toBe(300 - 61)
   })
-})
+}
+
+describeOnEachBackend("quotas over HTTP", ({ name }) => quotasOverHttp(() => startServer(name)))
+
+for (const type of ["single", "cluster"] as const) {
+  describe(`quotas over HTTP on the redis store (${type})`, redisSuiteOptions(), () => {
+    let redis: TestRedis | undefined
+    afterAll(() => redis?.stop())
+    quotasOverHttp(async () => {
+      redis = await startRedis({ cluster: type === "cluster" })
+      return startServer("pglite", {
+        quotaStore: Option.some("redis"),
+        redisType: type,
+        redisUrl: Option.some(Redacted.make(redis.url)),
+        quotaStoreTimeoutMillis: 10_000
+      })
+    })
+  })
+}

@@ -115,6 +115,10 @@ describeOnEachBackend("edge input", ({ name }) => {
         expectError(answer, 400, "invalid_request")
         expect(detailPaths(answer)).toEqual(["header.host"])
         expect(answer.headers.get("link")).toBeNull()
+        // Refused before any route, it still carries what the document promises on every answer.
+        expect(answer.headers.get("cache-control")).toBe("no-store")
+        expect(answer.headers.get("x-content-type-options")).toBe("nosniff")
+        expect(answer.headers.get("x-request-id")).not.toBeNull()
       }
       await createPet({ name: "One", categoryId: 1 })
       await createPet({ name: "Two", categoryId: 1 })
