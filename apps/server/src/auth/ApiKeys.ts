@@ -89,6 +89,13 @@ const toApiKey = (row: ApiKeyRow, now: number): ApiKey => {
 
 const isoOrNull = (date: Date | null) => date === null ? null : date.toISOString()
 
+/** Whether the fields are a real date and time: Date.parse takes 2027-02-30 for March 2nd, and 24:00 for midnight. */
+const isCalendarTime = (text: string) => {
+  const [year, month, day, hour, minute, second] = text.split(/[-Tt:.Zz+]/).map(Number) as Array<number>
+  const date = new Date(Date.UTC(year!, month! - 1, day!))
+  return date.getUTCMonth() === month! - 1 && date.getUTCDate() === day && hour! < 24 && minute! < 60 && second! < 60
+}
+
 /** `expiresAt` as sent: a time ahead of now by at most the maximum the README states. */
 const checkExpiresAt = (expiresAt: string, now: number) => {
   const at = Date.parse(expiresAt)
@@ -96,7 +103,7 @@ const checkExpiresAt = (expiresAt: string, now: number) => {
     Effect.fail(
       new InvalidRequest({ message: `Invalid expiresAt: ${message}`, details: [{ path: "body.expiresAt", message }] })
     )
-  if (Number.isNaN(at)) return refuse("not a valid date")
+  if (Number.isNaN(at) || !isCalendarTime(expiresAt)) return refuse("not a valid date")
   if (at <= now) return refuse("must be in the future")
   if (at > now + MAX_KEY_LIFETIME_SECONDS * 1_000) {
     return refuse(`at most ${MAX_KEY_LIFETIME_SECONDS / 86_400} days ahead`)
