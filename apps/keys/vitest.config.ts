@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config"
-import { lanes } from "../../vitest.lanes.ts"
+import { lanes } from "@petstore/test-support/lanes"
 
 export default defineConfig({
   test: {

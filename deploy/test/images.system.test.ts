@@ -270,9 +270,10 @@ describe.skipIf(
       const until = Date.now() + 15_000
       let answered = 0
       let peak = 0
-      const sampler = setInterval(async () => {
-        const text = await fetch(`${admin}/metrics`).then((response) => response.text(), () => "")
-        peak = Math.max(peak, Number(/^process_resident_memory_bytes (\d+)/m.exec(text)?.[1] ?? 0))
+      const sampler = setInterval(() => {
+        void fetch(`${admin}/metrics`).then((response) => response.text(), () => "").then((text) => {
+          peak = Math.max(peak, Number(/^process_resident_memory_bytes (\d+)/m.exec(text)?.[1] ?? 0))
+        })
       }, 500)
       // 32 clients, each one request at a time, for 15 s: bounded in count and time, on loopback.
       await Promise.all(Array.from({ length: 32 }, async (_, client) => {

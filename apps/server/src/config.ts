@@ -1,16 +1,4 @@
-import {
-  Config,
-  ConfigProvider,
-  Context,
-  Data,
-  Effect,
-  Layer,
-  Option,
-  Redacted,
-  Result,
-  Schema,
-  SchemaIssue
-} from "effect"
+import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Result, Schema, SchemaIssue } from "effect"
 import { readFileSync, statSync } from "node:fs"
 import { parseProxyTrust } from "./net/proxyTrust.ts"
 
@@ -291,10 +279,3 @@ export const formatConfigError = (error: Config.ConfigError): string => {
     .map((issue) => `${(issue.path ?? []).map(String).join(".") || "configuration"}: ${issue.message}`)
     .join("; ")
 }
-
-/**
- * The environment does not let the server start as configured: a database it
- * cannot open, a port it cannot listen on, a directory it cannot use. The
- * message names the variable and the cause, on one line.
- */
-export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string }> {}

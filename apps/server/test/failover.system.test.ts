@@ -206,7 +206,9 @@ const failover = async (how: "crash" | "freeze") => {
       for (const each of frozen) {
         try {
           process.kill(each, "SIGKILL")
-        } catch {}
+        } catch {
+          // Already gone.
+        }
       }
     })
   }

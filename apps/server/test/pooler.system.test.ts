@@ -109,7 +109,7 @@ const load = async (processes: ReadonlyArray<StartedProcess>, key: string): Prom
       statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1)
       if (answer.status === 201) created.push((answer.body as { id: number }).id)
       if (answer.status >= 500 || answer.status === 0) {
-        samples.length < 5 && samples.push(`${answer.status} ${answer.text.slice(0, 200)}`)
+        if (samples.length < 5) samples.push(`${answer.status} ${answer.text.slice(0, 200)}`)
       }
     }
   }

@@ -6,7 +6,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Cause, Effect, Exit, Layer, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { AppConfig, StartupError } from "../src/config.ts"
+import { AppConfig } from "../src/config.ts"
+import { StartupError } from "../src/startupError.ts"
 import { ServerLive } from "../src/server.ts"
 import {
   freePort,

@@ -19,14 +19,16 @@ const readJson = async (request: IncomingMessage) => {
 describe("tracing", () => {
   it("exports request spans to the OTLP collector named by OTEL_EXPORTER_OTLP_ENDPOINT", async () => {
     const spanNames: Array<string> = []
-    collector.on("request", async (request, response) => {
-      if (request.url === "/v1/traces") {
-        const body = await readJson(request)
-        for (const resource of body.resourceSpans) {
-          for (const scope of resource.scopeSpans) for (const span of scope.spans) spanNames.push(span.name)
+    collector.on("request", (request, response) => {
+      void (async () => {
+        if (request.url === "/v1/traces") {
+          const body = await readJson(request)
+          for (const resource of body.resourceSpans) {
+            for (const scope of resource.scopeSpans) for (const span of scope.spans) spanNames.push(span.name)
+          }
         }
-      }
-      response.writeHead(200, { "content-type": "application/json" }).end("{}")
+        response.writeHead(200, { "content-type": "application/json" }).end("{}")
+      })()
     })
     collector.listen(0, "127.0.0.1")
     await once(collector, "listening")
@@ -38,7 +40,8 @@ describe("tracing", () => {
       DATA_DIR: ":memory:",
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${collectorPort}`
     })
-    const deadline = Date.now() + 30_000
+    // A hang guard, not a judgement of speed: at load 47 the server took 116 s to start.
+    const deadline = Date.now() + 240_000
     while (Date.now() < deadline) {
       await fetch(`http://127.0.0.1:${port}/v1/pets`).catch(() => undefined)
       if (spanNames.some((name) => name.includes("GET"))) break

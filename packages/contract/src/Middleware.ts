@@ -1,7 +1,7 @@
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
-import type { ApiKeyId, KeyRole } from "./AdminApi.ts"
 import { InvalidRequest, PayloadTooLarge, RateLimited, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
+import type { ApiKeyId, KeyRole } from "./Keys.ts"
 import type { Plan } from "./Plan.ts"
 
 /**

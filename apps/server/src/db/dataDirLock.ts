@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { rmSync } from "node:fs"
 import { connect, createServer, type Server } from "node:net"
 import { join } from "node:path"
-import { StartupError } from "../config.ts"
+import { StartupError } from "../startupError.ts"
 
 /** The lock's file in `DATA_DIR`; PGlite ignores it. */
 export const DATA_DIR_LOCK = ".petstore.lock"

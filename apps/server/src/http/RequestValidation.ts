@@ -71,7 +71,11 @@ const issueLines = (issue: SchemaIssue.Issue, path: IssueLine["path"] = []): Arr
       if (issue.issues.length > 0) return issue.issues.flatMap((inner) => issueLines(inner, path))
       const literals = issue.ast.annotations?.message === undefined ? literalsOf(issue.ast) : undefined
       if (literals !== undefined) return [{ path, message: `Expected one of ${literals.join(", ")}` }]
+      break
     }
+    default:
+      // Worded by the formatter, below.
+      break
   }
   return formatIssues(issue).issues.map((line) => ({ path: [...path, ...(line.path ?? [])], message: line.message }))
 }

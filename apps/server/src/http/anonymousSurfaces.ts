@@ -5,15 +5,14 @@ import {
   RateLimited,
   ServiceUnavailable
 } from "@petstore/contract"
-import { Deferred, Effect, Exit, Layer, Option, Scope } from "effect"
+import { Deferred, Effect, Layer, Option, Scope } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiScalar, OpenApi } from "effect/http-api"
 import { createHash } from "node:crypto"
 import { promisify } from "node:util"
 import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib"
 import { AppConfig } from "../config.ts"
-import { Database } from "../db/Database.ts"
-import { sql } from "../db/sql.ts"
+import { databaseReadiness } from "../db/readiness.ts"
 import { Draining } from "../drain.ts"
 import { recordQuotaRefusal } from "../observability/metrics.ts"
 import { Quota } from "../quota/Quota.ts"
@@ -221,18 +220,17 @@ export const DocumentRoutes = Layer.unwrap(Effect.gen(function*() {
  * goes away cannot cancel it for the others. Draining is read on every probe.
  */
 export const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
-  const db = yield* Database
+  const database = yield* databaseReadiness
   const { isDraining } = yield* Draining
   const shuttingDown = new ServiceUnavailable({ message: "The server is shutting down" })
-  const ready = HttpServerResponse.jsonUnsafe({ status: "ready", store: db.kind })
+  const ready = HttpServerResponse.jsonUnsafe({ status: "ready", store: database.kind })
   const scope = yield* Scope.Scope
-  const check = db.query(sql`SELECT 1`).pipe(Effect.timeout("2 seconds"), Effect.exit, Effect.map(Exit.isSuccess))
   let inFlight: Deferred.Deferred<boolean> | undefined
   const probe = Effect.suspend(() => {
     if (inFlight !== undefined) return Deferred.await(inFlight)
     const answer = Deferred.makeUnsafe<boolean>()
     inFlight = answer
-    return check.pipe(
+    return database.answers.pipe(
       Effect.flatMap((isReady) => Deferred.succeed(answer, isReady)),
       // Interrupted only when the server stops: the probes waiting on it are answered "not ready".
       Effect.ensuring(Effect.suspend(() => {

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { createClient, createCluster, ErrorReply } from "redis"
-import { StartupError } from "../../config.ts"
+import { StartupError } from "../../startupError.ts"
 
 /** The few commands the quota store sends, the same on one server and on a Cluster. */
 export interface RedisConnection {

@@ -2,8 +2,8 @@ import { AdminAuth, ApiKeyAuth, CurrentApiKey, Unauthorized } from "@petstore/co
 import { Effect, Layer, Option, Redacted } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../config.ts"
-import { currentAdmission } from "../http/quotaAdmission.ts"
 import { traced } from "../observability/spans.ts"
+import { currentAdmission } from "./quotaAdmission.ts"
 
 const unauthorized = new Unauthorized({
   message: "A valid API key is required: send `Authorization: Bearer <API_KEY>`"
