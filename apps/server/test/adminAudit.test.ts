@@ -20,7 +20,8 @@ describeOnEachBackend("AdminAudit", ({ name }) => {
         yield* entry("key_000000000000old1", AUDIT_RETENTION_DAYS + 1)
         yield* entry("key_000000000000old2", AUDIT_RETENTION_DAYS + 30)
         yield* entry("key_00000000000young", AUDIT_RETENTION_DAYS - 1)
-        assert.strictEqual(yield* audit.sweep, 2)
+        // The layer's own sweep may run meanwhile and take some of them: what counts is what is left.
+        yield* audit.sweep
         const page = yield* audit.list({ keyId: undefined, action: undefined, limit: 10, before: 0 })
         assert.deepStrictEqual(page.entries.map((kept) => kept.keyId), ["key_00000000000young"])
       }))
