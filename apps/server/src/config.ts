@@ -105,25 +105,25 @@ export const quotaStoreKind = (config: AppConfigValues): "memory" | "postgres" |
   Option.getOrElse(config.quotaStore, () => Option.isSome(config.databaseUrl) ? "postgres" : "memory")
 
 /**
- * Each process counts in-memory quotas apart, so more than one worker needs
- * the shared PostgreSQL store. A configuration that asks for both is refused
- * like an invalid value: one line naming WORKERS.
+ * Each process counts in-memory quotas apart, so more than one worker needs a shared quota store; and the
+ * embedded database is one process's (its folder is locked), so more than one worker needs PostgreSQL. A
+ * configuration that asks for either is refused like an invalid value: one line naming WORKERS.
  */
-const workersShareTheirQuotas = (config: AppConfigValues): Config.Config<AppConfigValues> =>
-  config.workers > 1 && quotaStoreKind(config) === "memory"
-    ? Config.fail(
-      new Schema.SchemaError(
-        new SchemaIssue.Pointer(
-          ["WORKERS"],
-          new SchemaIssue.InvalidValue({
-            message:
-              `${config.workers} processes need a shared quota store (set DATABASE_URL, or QUOTA_STORE=redis); ` +
-              "the in-memory store would count each process's quotas apart"
-          })
-        )
-      )
+const workersShareTheirQuotas = (config: AppConfigValues): Config.Config<AppConfigValues> => {
+  if (config.workers <= 1) return Config.succeed(config)
+  const problem = Option.isNone(config.databaseUrl)
+    ? `${config.workers} processes need PostgreSQL (set DATABASE_URL); the embedded database (DATA_DIR) serves ` +
+      "one process at a time"
+    : quotaStoreKind(config) === "memory"
+    ? `${config.workers} processes need a shared quota store (set DATABASE_URL, or QUOTA_STORE=redis); ` +
+      "the in-memory store would count each process's quotas apart"
+    : undefined
+  return problem === undefined
+    ? Config.succeed(config)
+    : Config.fail(
+      new Schema.SchemaError(new SchemaIssue.Pointer(["WORKERS"], new SchemaIssue.InvalidValue({ message: problem })))
     )
-    : Config.succeed(config)
+}
 
 /** The variables that hold secrets: each may instead name a file that holds it, as `NAME_FILE`. */
 export const SECRET_VARIABLES = ["ADMIN_TOKEN", "DATABASE_URL", "DATABASE_DIRECT_URL", "REDIS_URL"] as const

@@ -43,6 +43,22 @@ describe("bad configuration stops the server at start-up", () => {
   })
 })
 
+describe("WORKERS above 1", () => {
+  it.each([
+    [{}, "2 processes need PostgreSQL (set DATABASE_URL)"],
+    [
+      { DATABASE_URL: "postgres://127.0.0.1:1/petstore", QUOTA_STORE: "memory" },
+      "2 processes need a shared quota store"
+    ]
+  ])("without %j: exits 2 with one line naming WORKERS and what it needs", (env, says) => {
+    const result = start({ WORKERS: "2", ...env })
+    expect(result.status).toBe(2)
+    const lines = result.stderr.trim().split("\n")
+    expect(lines, result.stderr).toHaveLength(1)
+    expect(lines[0]).toContain(`petstore: invalid configuration: WORKERS: ${says}`)
+  })
+})
+
 describe("secrets from files (NAME_FILE)", () => {
   const folder = mkdtempSync(join(tmpdir(), "petstore-secrets-"))
   afterAll(() => rmSync(folder, { recursive: true, force: true }))

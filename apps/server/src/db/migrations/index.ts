@@ -23,6 +23,10 @@ export interface Migration {
   readonly statements: ReadonlyArray<string>
 }
 
+/**
+ * In order of version. There is no version 10: the number was skipped when 11 landed, and versions only grow,
+ * so no database holds a 10 and none will be written.
+ */
 export const migrations: ReadonlyArray<Migration> = [
   createPets,
   createApiKeys,
