@@ -6,6 +6,7 @@ import {
   CreatedKey,
   DEFAULT_PAGE_SIZE,
   DEFAULT_ROLL_OVERLAP_SECONDS,
+  type ListAuditQuery,
   NotFound
 } from "@petstore/contract"
 import { Effect, Option } from "effect"
@@ -122,41 +123,43 @@ export const AdminHandlers = HttpApiBuilder.group(
   })
 )
 
+/** A page of the audit trail with the next page's `Link`, relative: the admin listener's address is the operator's. */
+const auditPage = (audit: AdminAudit["Service"], query: ListAuditQuery) =>
+  Effect.gen(function*() {
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE
+    const page = yield* Effect.orDie(audit.list({
+      keyId: query.keyId,
+      action: query.action,
+      limit,
+      before: yield* decodeCursor(query.cursor)
+    }))
+    const link = Option.map(page.nextBefore, (before) => {
+      const params = new URLSearchParams({ limit: String(limit) })
+      if (query.keyId !== undefined) params.set("keyId", query.keyId)
+      if (query.action !== undefined) params.set("action", query.action)
+      params.set("cursor", encodeCursor(before))
+      return `</admin/audit?${params}>; rel="next"`
+    })
+    return HttpApiSchema.withHeaders({
+      body: page.entries.map((entry) =>
+        new AuditEntry({
+          id: String(entry.id),
+          occurredAt: entry.occurredAt.toISOString(),
+          action: entry.action,
+          keyId: entry.keyId as ApiKeyId,
+          changes: entry.changes as AuditEntry["changes"],
+          clientAddress: entry.clientAddress
+        })
+      ),
+      headers: Option.match(link, { onNone: () => ({}), onSome: (link) => ({ link }) })
+    })
+  })
+
 export const AuditHandlers = HttpApiBuilder.group(
   AdminApi,
   "audit",
   Effect.fn(function*(handlers) {
     const audit = yield* AdminAudit
-    return handlers.handle("listAudit", ({ query }) =>
-      Effect.gen(function*() {
-        const limit = query.limit ?? DEFAULT_PAGE_SIZE
-        const page = yield* Effect.orDie(audit.list({
-          keyId: query.keyId,
-          action: query.action,
-          limit,
-          before: yield* decodeCursor(query.cursor)
-        }))
-        // The admin listener's own address is the operator's: the link is relative.
-        const link = Option.map(page.nextBefore, (before) => {
-          const params = new URLSearchParams({ limit: String(limit) })
-          if (query.keyId !== undefined) params.set("keyId", query.keyId)
-          if (query.action !== undefined) params.set("action", query.action)
-          params.set("cursor", encodeCursor(before))
-          return `</admin/audit?${params}>; rel="next"`
-        })
-        return HttpApiSchema.withHeaders({
-          body: page.entries.map((entry) =>
-            new AuditEntry({
-              id: String(entry.id),
-              occurredAt: entry.occurredAt.toISOString(),
-              action: entry.action,
-              keyId: entry.keyId as ApiKeyId,
-              changes: entry.changes as AuditEntry["changes"],
-              clientAddress: entry.clientAddress
-            })
-          ),
-          headers: Option.match(link, { onNone: () => ({}), onSome: (link) => ({ link }) })
-        })
-      }))
+    return handlers.handle("listAudit", ({ query }) => auditPage(audit, query))
   })
 )
