@@ -4,6 +4,7 @@ import { FetchHttpClient, HttpRouter, HttpServer } from "effect/http"
 import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { errorBodyOf, ServiceUnavailable } from "@petstore/contract"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { AdminAudit } from "./auth/AdminAudit.ts"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, type AppConfigValues, describeConfig, quotaStoreKind } from "./config.ts"
 import { StartupError } from "./startupError.ts"
@@ -237,6 +238,7 @@ const Services = Layer.mergeAll(
     Layer.provideMerge(Layer.mergeAll(Events.layer, WebhookEndpoints.layer, Deliveries.layer))
   ),
   ApiKeys.layer,
+  AdminAudit.layer,
   Quota.layerFromConfig,
   PublicUrl.layer,
   Draining.layer

@@ -5,7 +5,7 @@ import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../config.ts"
 import { prometheusText } from "../observability/metrics.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
-import { AdminHandlers } from "./AdminHandlers.ts"
+import { AdminHandlers, AuditHandlers } from "./AdminHandlers.ts"
 import { DocumentRoutes, FaviconRoute, HealthRoutes } from "./anonymousSurfaces.ts"
 import { AdminAuthLive, ApiKeyAuthLive, isAdminToken } from "./ApiKeyAuth.ts"
 import { errorResponse } from "./errors.ts"
@@ -69,7 +69,11 @@ const MetricsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {
 export const AdminRoutes = Layer.mergeAll(
   MetricsRoute,
   HttpApiBuilder.layer(AdminApi).pipe(
-    Layer.provide(AdminHandlers.pipe(Layer.provide(Layer.mergeAll(AdminAuthLive, RequestValidationLive))))
+    Layer.provide(
+      Layer.mergeAll(AdminHandlers, AuditHandlers).pipe(
+        Layer.provide(Layer.mergeAll(AdminAuthLive, RequestValidationLive))
+      )
+    )
   ),
   unmatchedRoutes(AdminApi, "/admin"),
   requestLog
