@@ -103,9 +103,10 @@ export const exactErrorBodies: Invariant = {
   id: "errors.exact",
   appliesTo: isErrorResponse,
   violation: (exchange) => {
+    // `requestId` is the service's documented extension (the answer's X-Request-Id); checked by `errors.request-id`.
     const allowedKeys = exchange.status === 400
-      ? ["code", "message", "status", "details"]
-      : ["code", "message", "status"]
+      ? ["code", "message", "status", "details", "requestId"]
+      : ["code", "message", "status", "requestId"]
     const json = exchange.json
     const extra = typeof json === "object" && json !== null
       ? Object.keys(json).filter((key) => !allowedKeys.includes(key))

@@ -1,4 +1,5 @@
 import { type ApiError, type ErrorDetail, errorBodyOf, InvalidRequest, PayloadTooLarge } from "@petstore/contract"
+import { randomUUID } from "node:crypto"
 import { type ServerResponse, STATUS_CODES } from "node:http"
 import type { Duplex } from "node:stream"
 
@@ -60,7 +61,9 @@ const detailOf = (error: ParseError): ErrorDetail => {
  * closes. Written by hand: Node asks for bytes on the socket here, not for a response.
  */
 const errorAnswer = (error: ApiError, head: boolean): string => {
-  const json = JSON.stringify(errorBodyOf(error))
+  // No route (nor requestLog) sees this request, so its id is made here, for the header and the body alike.
+  const requestId = randomUUID()
+  const json = JSON.stringify({ ...errorBodyOf(error), requestId })
   return [
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`,
     `Date: ${new Date().toUTCString()}`,
@@ -68,6 +71,7 @@ const errorAnswer = (error: ApiError, head: boolean): string => {
     `Content-Length: ${Buffer.byteLength(json)}`,
     "Cache-Control: no-store",
     "X-Content-Type-Options: nosniff",
+    `X-Request-Id: ${requestId}`,
     "Connection: close",
     "",
     // An answer to HEAD has no body (RFC 9110 §9.3.2): a client reads one as the start of the next answer.
