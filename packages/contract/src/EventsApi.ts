@@ -34,7 +34,10 @@ export const ListEventsQuery = Schema.Struct({
 const listEvents = HttpApiEndpoint.get("listEvents", "/events", {
   query: ListEventsQuery,
   success: HttpApiSchema.WithHeaders(Events, {
-    link: Schema.optionalKey(Schema.String.annotate({ description: "`<url>; rel=\"next\"` when more events follow" }))
+    link: Schema.optionalKey(Schema.String.annotate({
+      description: "`<url>; rel=\"next\"` on every page: after its last event, or on an empty page (the end of " +
+        "the log for now) the same query again, so a poller follows it whether or not more events follow yet"
+    }))
   }),
   error: ServiceUnavailable
 }).annotate(Stability, "beta").annotateMerge(betaOperation({
