@@ -12,6 +12,7 @@ import {
   SchemaIssue
 } from "effect"
 import { readFileSync, statSync } from "node:fs"
+import { parseAllowedOrigins } from "./http/corsOrigins.ts"
 import { parseProxyTrust } from "./net/proxyTrust.ts"
 
 const Host = Config.String
@@ -85,6 +86,15 @@ const EnvironmentShape = Config.all({
     ),
     "TRUST_PROXY"
   ).pipe(Config.withDefault("false")),
+  /** Read by `http/cors.ts`: comma-separated origins, or `*`; empty, CORS is off. */
+  corsAllowedOrigins: Config.schema(
+    Schema.String.check(
+      Schema.makeFilter((value) =>
+        Result.match(parseAllowedOrigins(value), { onFailure: (why) => why, onSuccess: () => true })
+      )
+    ),
+    "CORS_ALLOWED_ORIGINS"
+  ).pipe(Config.withDefault("")),
   metricsPublic: Config.Boolean("METRICS_PUBLIC").pipe(Config.withDefault(false)),
   otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
   workers: Config.schema(PositiveInt, "WORKERS").pipe(Config.withDefault(1)),
@@ -215,6 +225,7 @@ export const describeConfig = (config: AppConfigValues) =>
     openApiServers: Option.getOrElse(config.openApiServers, () => "<PUBLIC_BASE_URL/v1, else the served origin>"),
     quotaStore: Option.getOrElse(config.quotaStore, () => "<by DATABASE_URL>"),
     banThreshold: Option.getOrElse(config.banThreshold, () => "<the key's per-minute limit>"),
+    corsAllowedOrigins: config.corsAllowedOrigins.trim() || "<unset: no CORS>",
     otlpEndpoint: Option.match(config.otlpEndpoint, { onNone: () => "<unset: no traces>", onSome: String })
   }) satisfies { readonly [K in keyof AppConfigValues]: string | number | boolean }
 
