@@ -129,6 +129,24 @@ export const exactErrorBodies: Invariant = {
   }
 }
 
+/** The README's `requestId`: every error body names the request as its `X-Request-Id` does, for a support ticket. */
+export const errorRequestIds: Invariant = {
+  id: "errors.request-id",
+  appliesTo: (exchange) =>
+    isErrorResponse(exchange) && typeof exchange.json === "object" && exchange.json !== null &&
+    !Array.isArray(exchange.json),
+  violation: (exchange) => {
+    const requestId = (exchange.json as { requestId?: unknown }).requestId
+    const header = exchange.headers.get("x-request-id") ?? undefined
+    return header !== undefined && requestId === header ? undefined : {
+      expected: "an error body whose requestId is the answer's X-Request-Id",
+      received: `requestId ${JSON.stringify(requestId) ?? "missing"}, X-Request-Id ${header ?? "missing"}: ${
+        describeResponse(exchange, ["x-request-id"])
+      }`
+    }
+  }
+}
+
 export const noStoreHeaders: Invariant = {
   id: "headers.no-store",
   appliesTo: () => true,
@@ -148,6 +166,7 @@ export const INVARIANTS: ReadonlyArray<Invariant> = [
   errorBodies,
   jsonBodies,
   exactErrorBodies,
+  errorRequestIds,
   noStoreHeaders
 ]
 

@@ -133,6 +133,13 @@ const invariantChecks = (tally: ReturnType<typeof makeObservations>["tally"]): R
       tag: "extension",
       title: "every error body is exactly {code, message, status} (details on a 400), with the README's code",
       run: fromTally("errors.exact")
+    },
+    {
+      id: "errors.request-id",
+      area: "errors",
+      tag: "extension",
+      title: "every error body carries requestId, the answer's X-Request-Id",
+      run: fromTally("errors.request-id")
     }
   ]
 }
