@@ -1,5 +1,6 @@
 import { ErrorBody, errorStatusByCode } from "@petstore/contract"
 import { Schema } from "effect"
+import { isPreflight } from "./cors.ts"
 import { describeRequest, describeResponse, type Exchange } from "./http.ts"
 import type { Failure } from "./model.ts"
 
@@ -18,7 +19,8 @@ const nonNegativeInteger = /^\d+$/
 
 export const rateLimitHeadersPresent: Invariant = {
   id: "headers.present",
-  appliesTo: () => true,
+  // A browser's preflight is no operation: it carries no key and spends no quota (README, CORS).
+  appliesTo: (exchange) => !isPreflight(exchange),
   violation: (exchange) => {
     const wrong = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"].filter((name) =>
       !nonNegativeInteger.test(exchange.headers.get(name)?.trim() ?? "")

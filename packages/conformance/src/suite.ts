@@ -6,6 +6,7 @@ import { DEFAULT_FUZZ_REQUESTS, fuzzChecks } from "./fuzz.ts"
 import { generalPhase } from "./general.ts"
 import { specChecks } from "./specChecks.ts"
 import { valueChecks } from "./valueChecks.ts"
+import { corsPhase } from "./cors.ts"
 import { eventsPhase } from "./events.ts"
 import { type WebhookOptions, webhooksPhase } from "./webhooks.ts"
 import { anonymous, Http, makeHttp, probe, withKey } from "./http.ts"
@@ -50,6 +51,8 @@ export interface SuiteOptions {
   readonly seed?: number
   /** The deployment's OpenAPI document, which every response is checked against. Default `<base URL>/openapi.json` when it exists; `false`: none. */
   readonly openapi?: string | false
+  /** An origin the deployment allows for CORS (`--cors-origin`); without it the CORS checks are skipped. */
+  readonly corsOrigin?: string | undefined
   /** Check webhook deliveries with a receiver of the run (`--webhooks`); without it the webhooks checks are skipped. */
   readonly webhooks?: WebhookOptions
 }
@@ -166,6 +169,7 @@ const phasesOf = (
     phases.push(yield* eventsPhase(run, document.paths))
     const receiving = yield* webhooksPhase(run, webhooks, document)
     phases.push(receiving.phase)
+    phases.push(yield* corsPhase(run))
     phases.push({ name: "invariants", after: phases.map((phase) => phase.name), checks: checks.invariants })
     return { phases, release: receiving.release }
   })
@@ -283,7 +287,8 @@ export const suite = (options: SuiteOptions) =>
       maxWaitSeconds,
       progress,
       petName: () => `conformance-${runId}-${++pets}`,
-      hideSecret
+      hideSecret,
+      corsOrigin: options.corsOrigin
     }
     const http = yield* makeHttp({
       baseUrl,
