@@ -4,9 +4,9 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     // The image test builds and runs containers: `pnpm test:images` (vitest.images.config.ts), not `pnpm test`.
-    exclude: ["test/images.test.ts"],
+    exclude: ["test/images.system.test.ts"],
     // Timeouts catch hangs, not slow machines: one test starts a real server.
-    testTimeout: 120_000,
-    hookTimeout: 150_000
+    testTimeout: 300_000,
+    hookTimeout: 400_000
   }
 })

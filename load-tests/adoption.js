@@ -45,7 +45,8 @@ import http from "k6/http"
 import exec from "k6/execution"
 import { check } from "k6"
 import { Counter } from "k6/metrics"
-import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, envString } from "./lib/config.js"
+import { requireKeys } from "./lib/config.js"
+import { adoptionSettings } from "./lib/options.js"
 import {
   bodyJson,
   header,
@@ -62,6 +63,7 @@ import {
   holdKey,
   pickKey,
   rateLimited,
+  seedGuards,
   seedPets,
   throttledByClient,
   verifyKeys,
@@ -70,19 +72,15 @@ import {
 } from "./lib/traffic.js"
 /** @import { Response } from "k6/http" */
 
-const BASE_URL = baseUrl()
-const KEYS = apiKeys()
-const STAFF_KEY = envString("API_KEY_STAFF")
-const DELIVER_SHARE = envNumber("DELIVER_SHARE", 0.3)
-const RATE = envPositiveInt("RATE", 5)
-const DURATION = envDuration("DURATION", "60s")
-const RUSHES = envNumber("RUSHES", 5)
-const RUSH_SIZE = envPositiveInt("RUSH_SIZE", 8)
-if (DELIVER_SHARE < 0 || DELIVER_SHARE > 1) {
-  throw new Error(`DELIVER_SHARE must be between 0 and 1, got ${DELIVER_SHARE}`)
-}
-if (!Number.isInteger(RUSHES) || RUSHES < 0) throw new Error(`RUSHES must be a whole number ≥ 0, got ${RUSHES}`)
-if (RUSH_SIZE < 2) throw new Error(`RUSH_SIZE must be at least 2: a race needs two orders, got ${RUSH_SIZE}`)
+const SETTINGS = adoptionSettings()
+const BASE_URL = SETTINGS.baseUrl
+const KEYS = SETTINGS.keys
+const STAFF_KEY = SETTINGS.staffKey
+const DELIVER_SHARE = SETTINGS.deliverShare
+const RATE = SETTINGS.rate
+const DURATION = SETTINGS.duration
+const RUSHES = SETTINGS.rushes
+const RUSH_SIZE = SETTINGS.rushSize
 
 /** Requests a visit makes with the customer's key, for the capacity warning. */
 const REQUESTS_PER_VISIT = 4
@@ -104,45 +102,8 @@ const EXPECT = {
   "201|409": http.expectedStatuses(201, 409, 429)
 }
 
-/** @type {Record<string, import("k6/options").Scenario>} */
-const scenarios = {
-  adoption: {
-    executor: "constant-arrival-rate",
-    rate: RATE,
-    timeUnit: "1s",
-    duration: DURATION.text,
-    preAllocatedVUs: envPositiveInt("VUS", 10),
-    maxVUs: envPositiveInt("MAX_VUS", 50)
-  }
-}
-if (RUSHES > 0) {
-  scenarios.rush = {
-    executor: "per-vu-iterations",
-    exec: "rush",
-    vus: 1,
-    iterations: RUSHES,
-    maxDuration: DURATION.text
-  }
-}
-
 /** @type {import("k6/options").Options} */
-export const options = {
-  scenarios,
-  thresholds: {
-    // Every answer was one the flow allows: orders 201 or 409 pet_not_available, closes 200, no 5xx.
-    checks: ["rate==1"],
-    http_req_failed: [`rate<=${envNumber("MAX_ERROR_RATE", 0)}`],
-    // The run adopted something: a run whose every order was refused measured nothing.
-    orders_placed: ["count>0"],
-    // Every placed order was cancelled or delivered: the run left no pet pending.
-    orders_left_open: ["count==0"],
-    served_req_duration: [`p(95)<${envNumber("P95_MS", 250)}`, `p(99)<${envNumber("P99_MS", 500)}`],
-    "served_req_duration{op:order}": [`p(95)<${envNumber("P95_ORDER_MS", 300)}`],
-    "served_req_duration{op:close}": [`p(95)<${envNumber("P95_CLOSE_MS", 300)}`],
-    rate_limited: [`rate<${envNumber("MAX_429_RATE", 0.02)}`]
-  },
-  summaryTrendStats: ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"]
-}
+export const options = SETTINGS.options
 
 /** Per-VU state: when the staff key's Retry-After runs out (Unix ms). */
 const staff = { heldUntil: 0 }
@@ -286,6 +247,7 @@ function close(keyIndex, key, orderId, petId) {
 }
 
 export function setup() {
+  requireKeys(KEYS)
   const capacity = verifyKeys(BASE_URL, KEYS)
   warnOnCapacity(capacity, RATE * REQUESTS_PER_VISIT, DURATION.seconds)
   if (STAFF_KEY === undefined) {
@@ -299,7 +261,8 @@ export function setup() {
   ordersPlaced.add(0)
   ordersRefused.add(0)
   if (RUSHES > 0) rushesSettled.add(0)
-  seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 20))
+  seedGuards(SETTINGS.guardSeeds)
+  seedPets(BASE_URL, KEYS[0] || "", SETTINGS.seedPets)
 }
 
 export default function() {

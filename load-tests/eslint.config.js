@@ -20,7 +20,7 @@ export default [
     languageOptions: {
       // k6 before 0.52 compiles scripts with a Babel that parses ES2017 syntax and no later (no `??`, `?.`,
       // object spread, optional catch binding or class fields) and refuses the whole script, so the scripts
-      // are held to ES2017 here; test/k6.test.ts runs them on the oldest and the newest real k6.
+      // are held to ES2017 here; test/k6.system.test.ts runs them on the oldest and the newest real k6.
       ecmaVersion: 2017,
       sourceType: "module",
       globals: k6Globals

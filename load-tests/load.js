@@ -21,50 +21,29 @@
  *   MAX_429_RATE     share of iterations refused for quota allowed (default 0.02)
  */
 import http from "k6/http"
-import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, trafficMix } from "./lib/config.js"
-import { mixedIteration, seedPets, verifyKeys, warnOnCapacity } from "./lib/traffic.js"
+import { requireKeys } from "./lib/config.js"
+import { loadSettings } from "./lib/options.js"
+import { mixedIteration, seedGuards, seedPets, verifyKeys, warnOnCapacity } from "./lib/traffic.js"
 
-const BASE_URL = baseUrl()
-const KEYS = apiKeys()
-const RATE = envPositiveInt("RATE", 20)
-const DURATION = envDuration("DURATION", "60s")
-const MIX = trafficMix()
+const SETTINGS = loadSettings()
+const BASE_URL = SETTINGS.baseUrl
+const KEYS = SETTINGS.keys
+const RATE = SETTINGS.rate
+const DURATION = SETTINGS.duration
+const MIX = SETTINGS.mix
 
 // 2xx and the expected 429s are successes: http_req_failed counts only real errors.
 http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429))
 
 /** @type {import("k6/options").Options} */
-export const options = {
-  scenarios: {
-    load: {
-      executor: "constant-arrival-rate",
-      rate: RATE,
-      timeUnit: "1s",
-      duration: DURATION.text,
-      preAllocatedVUs: envPositiveInt("VUS", 20),
-      maxVUs: envPositiveInt("MAX_VUS", 100)
-    }
-  },
-  thresholds: {
-    // Latency of the requests the API served (429s excluded), all operations together…
-    served_req_duration: [`p(95)<${envNumber("P95_MS", 250)}`, `p(99)<${envNumber("P99_MS", 500)}`],
-    // …and per operation.
-    "served_req_duration{op:list}": [`p(95)<${envNumber("P95_LIST_MS", 250)}`],
-    "served_req_duration{op:create}": [`p(95)<${envNumber("P95_CREATE_MS", 300)}`],
-    "served_req_duration{op:get}": [`p(95)<${envNumber("P95_GET_MS", 250)}`],
-    // Errors: any status but 2xx and 429, and transport failures.
-    http_req_failed: [`rate<${envNumber("MAX_ERROR_RATE", 0.01)}`],
-    // Too many 429s means the keys cannot carry RATE: the run measured the limiter, not the API.
-    rate_limited: [`rate<${envNumber("MAX_429_RATE", 0.02)}`],
-    checks: ["rate>0.99"]
-  },
-  summaryTrendStats: ["avg", "min", "med", "max", "p(90)", "p(95)", "p(99)"]
-}
+export const options = SETTINGS.options
 
 export function setup() {
+  requireKeys(KEYS)
   const capacity = verifyKeys(BASE_URL, KEYS)
   warnOnCapacity(capacity, RATE, DURATION.seconds)
-  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) }
+  seedGuards(SETTINGS.guardSeeds)
+  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", SETTINGS.seedPets) }
 }
 
 /** @param {{ seedIds: number[] }} data */

@@ -53,7 +53,8 @@ import http from "k6/http"
 import exec from "k6/execution"
 import { check, sleep } from "k6"
 import { Counter } from "k6/metrics"
-import { PLANS, baseUrl, envDuration, envNumber, envString, requireEnv } from "./lib/config.js"
+import { PLANS, requireEnv } from "./lib/config.js"
+import { RATE_LIMIT_KEY_VARIABLES, rateLimitsSettings } from "./lib/options.js"
 import {
   authHeaders,
   bodyJson,
@@ -67,54 +68,15 @@ import {
 /** @import { PlanName } from "./lib/config.js" */
 /** @import { Response } from "k6/http" */
 
-const BASE_URL = baseUrl()
-const DURATION = envDuration("DURATION", "100s")
-const RATE_FACTOR = envNumber("RATE_FACTOR", 1.5)
-const WINDOW_SLACK = envNumber("WINDOW_SLACK", 5)
-const HONOUR_RPS = envNumber("HONOUR_RPS", 10)
-const HONOUR = envString("HONOUR") !== "false"
-
-/** @type {Record<PlanName, string>} */
-const KEY_VARIABLES = { free: "API_KEY_FREE", pro: "API_KEY_PRO", business: "API_KEY_BUSINESS" }
-
-/** @type {PlanName[]} */
-const PLAN_NAMES = []
-for (const name of (envString("PLANS") || "free,pro,business").split(",")) {
-  const plan = name.trim()
-  if (plan === "free" || plan === "pro" || plan === "business") PLAN_NAMES.push(plan)
-  else if (plan !== "") throw new Error(`PLANS: unknown plan ${JSON.stringify(plan)} (free, pro, business)`)
-}
-
-/** @type {Partial<Record<PlanName, string>>} */
-const KEYS = {}
-for (const plan of PLAN_NAMES) KEYS[plan] = requireEnv(KEY_VARIABLES[plan])
-
-/** @returns {string | undefined} the honouring client's key: API_KEY_RETRY, else the first of API_KEYS */
-function honourKey() {
-  const own = envString("API_KEY_RETRY")
-  if (own !== undefined) return own
-  const first = (envString("API_KEYS") || "").split(",")[0]
-  return first === undefined ? undefined : first.trim()
-}
-
-const HONOUR_KEY = HONOUR ? honourKey() : undefined
-if (HONOUR && (HONOUR_KEY === undefined || HONOUR_KEY === "")) {
-  throw new Error("API_KEY_RETRY (or API_KEYS) is required for the honour_retry_after scenario, or set HONOUR=false")
-}
-if (HONOUR_KEY !== undefined && PLAN_NAMES.some((plan) => KEYS[plan] === HONOUR_KEY)) {
-  throw new Error("API_KEY_RETRY must be a key of its own: the quota scenarios count every request of theirs")
-}
-
-// The best-covered window gets at least min(60, DURATION/2) s of traffic; it runs out of quota after
-// 60/RATE_FACTOR s, plus slack for clock skew and latency.
-const NEEDED_COVERAGE = 60 / RATE_FACTOR + WINDOW_SLACK
-if (!(RATE_FACTOR > 1 && RATE_FACTOR < 2)) throw new Error(`RATE_FACTOR must lie between 1 and 2, got ${RATE_FACTOR}`)
-if (Math.min(60, DURATION.seconds / 2) < NEEDED_COVERAGE) {
-  throw new Error(`DURATION must be at least ${Math.ceil(2 * NEEDED_COVERAGE)}s for RATE_FACTOR ${RATE_FACTOR}`)
-}
-
-/** Windows labelled w-1 … wLAST can hold responses of the run (the last one includes the graceful stop). */
-const LAST_WINDOW = Math.ceil((DURATION.seconds + 10 + WINDOW_SLACK) / 60) + 1
+const SETTINGS = rateLimitsSettings()
+const BASE_URL = SETTINGS.baseUrl
+const DURATION = SETTINGS.duration
+const HONOUR_RPS = SETTINGS.honourRps
+const KEY_VARIABLES = RATE_LIMIT_KEY_VARIABLES
+const PLAN_NAMES = SETTINGS.planNames
+const KEYS = SETTINGS.keys
+const HONOUR_KEY = SETTINGS.honourKey
+const LAST_WINDOW = SETTINGS.lastWindow
 
 /**
  * @param {number} index a window's offset in minutes from the minute the scenario started in
@@ -122,23 +84,6 @@ const LAST_WINDOW = Math.ceil((DURATION.seconds + 10 + WINDOW_SLACK) / 60) + 1
  */
 function windowLabel(index) {
   return `w${index}`
-}
-
-/** @param {PlanName} plan */
-function ratePerMinute(plan) {
-  return Math.round(PLANS[plan].perMinute * RATE_FACTOR)
-}
-
-for (const plan of PLAN_NAMES) {
-  const perMinute = PLANS[plan].perMinute
-  const banThreshold = envNumber("BAN_THRESHOLD", perMinute)
-  // The server bans a key refused more than BAN_THRESHOLD times in one minute.
-  if (ratePerMinute(plan) - perMinute + 1 > banThreshold) {
-    throw new Error(
-      `${plan}: ${ratePerMinute(plan) - perMinute} refusals a minute would get the key banned ` +
-        `(BAN_THRESHOLD ${banThreshold}); lower RATE_FACTOR`
-    )
-  }
 }
 
 const admitted = new Counter("rl_admitted")
@@ -152,59 +97,8 @@ const honourBanned = new Counter("rl_honour_banned")
 // The 429s are expected: only other statuses and transport errors count as failed requests.
 http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429))
 
-/** @type {Record<string, import("k6/options").Scenario>} */
-const scenarios = {}
-/** @type {Record<string, import("k6/options").Threshold[]>} */
-const thresholds = {
-  http_req_failed: ["rate==0"],
-  checks: ["rate==1"]
-}
-
-for (const plan of PLAN_NAMES) {
-  const perSecond = ratePerMinute(plan) / 60
-  scenarios[`quota_${plan}`] = {
-    executor: "constant-arrival-rate",
-    rate: ratePerMinute(plan),
-    timeUnit: "1m",
-    duration: DURATION.text,
-    preAllocatedVUs: Math.max(2, Math.ceil(perSecond)),
-    maxVUs: Math.max(10, Math.ceil(perSecond * 5)),
-    gracefulStop: "5s",
-    exec: "quota",
-    env: { PLAN: plan },
-    tags: { plan }
-  }
-  const perMinute = PLANS[plan].perMinute
-  for (let index = -1; index <= LAST_WINDOW; index++) {
-    thresholds[`rl_admitted{plan:${plan},window:${windowLabel(index)}}`] = [`count<=${perMinute}`]
-  }
-  thresholds[`rl_measured_admitted{plan:${plan}}`] = [`count==${perMinute}`]
-  thresholds[`rl_measured_refused{plan:${plan}}`] = ["count>0"]
-  thresholds[`rl_banned{plan:${plan}}`] = ["count==0"]
-}
-
-if (HONOUR) {
-  scenarios.honour_retry_after = {
-    executor: "constant-vus",
-    vus: 1,
-    duration: DURATION.text,
-    gracefulStop: "5s",
-    exec: "honour"
-  }
-  thresholds.rl_honour_refused = ["count>0"]
-  for (let index = -1; index <= LAST_WINDOW; index++) {
-    thresholds[`rl_honour_refused{window:${windowLabel(index)}}`] = ["count<=1"]
-  }
-  thresholds.rl_honour_banned = ["count==0"]
-}
-
 /** @type {import("k6/options").Options} */
-export const options = {
-  scenarios,
-  thresholds,
-  // setup may wait for the next minute.
-  setupTimeout: "3m"
-}
+export const options = SETTINGS.options
 
 /**
  * Where the windows of the running scenario lie, on this machine's clock.
@@ -255,6 +149,17 @@ function errorCode(res) {
  * that the run's windows start from zero.
  */
 export function setup() {
+  // Every key this configuration needs: `k6 inspect` shows the options without them, a run cannot go.
+  for (const plan of PLAN_NAMES) requireEnv(KEY_VARIABLES[plan])
+  if (SETTINGS.honour && HONOUR_KEY === undefined) {
+    throw new Error("API_KEY_RETRY (or API_KEYS) is required for the honour_retry_after scenario, or set HONOUR=false")
+  }
+  // Counters get a sample either way, so that a count>0 over no sample fails on every k6.
+  for (const plan of PLAN_NAMES) {
+    measuredAdmitted.add(0, { plan })
+    measuredRefused.add(0, { plan })
+  }
+  if (SETTINGS.honour) honourRefused.add(0)
   /** @type {Array<{ variable: string, key: string, plan: PlanName | undefined }>} */
   const keys = PLAN_NAMES.map((plan) => ({ variable: KEY_VARIABLES[plan], key: KEYS[plan] || "", plan }))
   if (HONOUR_KEY !== undefined) keys.push({ variable: "API_KEY_RETRY", key: HONOUR_KEY, plan: undefined })

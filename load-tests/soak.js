@@ -35,23 +35,22 @@ import http from "k6/http"
 import exec from "k6/execution"
 import { check, sleep } from "k6"
 import { Gauge, Rate, Trend } from "k6/metrics"
-import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, envString, trafficMix } from "./lib/config.js"
-import { mixedIteration, seedPets, verifyKeys, warnOnCapacity } from "./lib/traffic.js"
+import { requireKeys } from "./lib/config.js"
+import { soakSettings } from "./lib/options.js"
+import { mixedIteration, seedGuards, seedPets, verifyKeys, warnOnCapacity } from "./lib/traffic.js"
 
-const BASE_URL = baseUrl()
-const KEYS = apiKeys()
-const RATE = envPositiveInt("RATE", 10)
-const DURATION = envDuration("DURATION", "90s")
-const MIX = trafficMix()
-const P95_MS = envNumber("P95_MS", 250)
-const P99_MS = envNumber("P99_MS", 500)
-const MAX_ERROR_RATE = envNumber("MAX_ERROR_RATE", 0.01)
-const DRIFT_FACTOR = envNumber("DRIFT_FACTOR", 2)
-const DRIFT_MIN_MS = envNumber("DRIFT_MIN_MS", 20)
-const METRICS_URL = envString("METRICS_URL")
-const METRICS_TOKEN = envString("METRICS_TOKEN")
-const RSS_METRIC = envString("RSS_METRIC") || "process_resident_memory_bytes"
-const SAMPLE_INTERVAL = envNumber("SAMPLE_INTERVAL", 5)
+const SETTINGS = soakSettings()
+const BASE_URL = SETTINGS.baseUrl
+const KEYS = SETTINGS.keys
+const RATE = SETTINGS.rate
+const DURATION = SETTINGS.duration
+const MIX = SETTINGS.mix
+const DRIFT_FACTOR = SETTINGS.driftFactor
+const DRIFT_MIN_MS = SETTINGS.driftMinMs
+const METRICS_URL = SETTINGS.metricsUrl
+const METRICS_TOKEN = SETTINGS.metricsToken
+const RSS_METRIC = SETTINGS.rssMetric
+const SAMPLE_INTERVAL = SETTINGS.sampleInterval
 
 /** Share of late-phase requests slower than their VU's early p95 × DRIFT_FACTOR. */
 const latencyDrift = new Rate("latency_drift")
@@ -61,39 +60,8 @@ const rssByPhase = new Trend("server_rss_mb")
 
 http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429))
 
-/** @type {Record<string, import("k6/options").Scenario>} */
-const scenarios = {
-  soak: {
-    executor: "constant-arrival-rate",
-    rate: RATE,
-    timeUnit: "1s",
-    duration: DURATION.text,
-    // Few VUs, so that each sees enough of the early phase to hold a baseline of its own.
-    preAllocatedVUs: envPositiveInt("VUS", 5),
-    maxVUs: envPositiveInt("MAX_VUS", 100)
-  }
-}
-
-/** @type {Record<string, import("k6/options").Threshold[]>} */
-const thresholds = {
-  "served_req_duration{phase:early}": [`p(95)<${P95_MS}`, `p(99)<${P99_MS}`],
-  "served_req_duration{phase:late}": [`p(95)<${P95_MS}`, `p(99)<${P99_MS}`],
-  http_req_failed: [`rate<${MAX_ERROR_RATE}`],
-  "http_req_failed{phase:late}": [`rate<${MAX_ERROR_RATE}`],
-  latency_drift: [`rate<${envNumber("MAX_DRIFT_RATE", 0.05)}`],
-  rate_limited: [`rate<${envNumber("MAX_429_RATE", 0.02)}`],
-  checks: ["rate>0.99"]
-}
-
-if (METRICS_URL !== undefined) {
-  scenarios.memory = { executor: "constant-vus", vus: 1, duration: DURATION.text, exec: "sampleMemory" }
-  thresholds.server_rss_growth = [`value<${envNumber("MAX_RSS_GROWTH", 1.5)}`]
-  // Every sample must read: a growth threshold over no samples would pass vacuously.
-  thresholds["checks{scenario:memory}"] = ["rate==1"]
-}
-
 /** @type {import("k6/options").Options} */
-export const options = { scenarios, thresholds, summaryTrendStats: ["avg", "med", "max", "p(90)", "p(95)", "p(99)"] }
+export const options = SETTINGS.options
 
 /** @returns {string} the phase of the run at this moment */
 function phase() {
@@ -102,9 +70,11 @@ function phase() {
 }
 
 export function setup() {
+  requireKeys(KEYS)
   const capacity = verifyKeys(BASE_URL, KEYS)
   warnOnCapacity(capacity, RATE, DURATION.seconds)
-  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) }
+  seedGuards(SETTINGS.guardSeeds)
+  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", SETTINGS.seedPets) }
 }
 
 /** Per-VU: the early phase's latencies, then the p95 computed from them. */

@@ -24,109 +24,39 @@
  *   MIX, SEED_PETS       as in load.js
  *   KNEE_P95_MS          p95 latency a band must stay under (default 500)
  *   KNEE_ERROR_RATE      share of failed requests a band must stay under, 429s excluded (default 0.01)
+ *   MAX_429_RATE         share of iterations refused for quota allowed (default 0.02): more means the keys
+ *                        cannot carry MAX_RATE, and the knee found would be the rate limiter's
  *   ABORT_ON_KNEE        false to run the whole ramp even past the knee (default true)
  */
 import http from "k6/http"
 import exec from "k6/execution"
 import { Gauge } from "k6/metrics"
-import { apiKeys, baseUrl, envDuration, envNumber, envPositiveInt, envString, trafficMix } from "./lib/config.js"
-import { mixedIteration, seedPets, verifyKeys, warnOnCapacity } from "./lib/traffic.js"
+import { requireKeys } from "./lib/config.js"
+import { stressSettings } from "./lib/options.js"
+import { mixedIteration, seedGuards, seedPets, verifyKeys, warnOnCapacity } from "./lib/traffic.js"
 
-const BASE_URL = baseUrl()
-const KEYS = apiKeys()
-const START_RATE = envPositiveInt("START_RATE", 10)
-const MAX_RATE = envPositiveInt("MAX_RATE", 200)
-const RAMP = envDuration("RAMP_DURATION", "100s")
-const HOLD = envDuration("HOLD_DURATION", "0s")
-const BANDS = envPositiveInt("BANDS", 10)
-const MIX = trafficMix()
-const KNEE_P95_MS = envNumber("KNEE_P95_MS", 500)
-const KNEE_ERROR_RATE = envNumber("KNEE_ERROR_RATE", 0.01)
-const ABORT = envString("ABORT_ON_KNEE") !== "false"
-if (MAX_RATE - START_RATE < BANDS) {
-  throw new Error(
-    `MAX_RATE (${MAX_RATE}) must exceed START_RATE (${START_RATE}) by at least BANDS (${BANDS}) requests/s`
-  )
-}
+const SETTINGS = stressSettings()
+const BASE_URL = SETTINGS.baseUrl
+const KEYS = SETTINGS.keys
+const START_RATE = SETTINGS.startRate
+const MAX_RATE = SETTINGS.maxRate
+const RAMP = SETTINGS.ramp
+const MIX = SETTINGS.mix
 
 /** The target rate reached, as the executor schedules it. */
 const targetRate = new Gauge("stress_target_rate")
 
 http.setResponseCallback(http.expectedStatuses({ min: 200, max: 299 }, 429))
 
-const WIDTH = (MAX_RATE - START_RATE) / BANDS
-const DIGITS = String(MAX_RATE).length + 1
-
-/**
- * @param {number} n
- * @returns {string}
- */
-function pad(n) {
-  const text = String(Math.floor(n))
-  return text.length >= DIGITS ? text : "0".repeat(DIGITS - text.length) + text
-}
-
-/**
- * @param {number} index band number, 0-based
- * @returns {string} its tag value: the band's rates, `0130-0159`
- */
-function bandLabel(index) {
-  const low = START_RATE + index * WIDTH
-  return `${pad(Math.ceil(low))}-${pad(Math.ceil(low + WIDTH) - 1)}`
-}
-
-/**
- * @param {number} rate a target rate
- * @returns {string} the label of its band
- */
-function bandOf(rate) {
-  return bandLabel(Math.min(BANDS - 1, Math.max(0, Math.floor((rate - START_RATE) / WIDTH))))
-}
-
-/** @type {import("k6/options").Stage[]} */
-const stages = [{ duration: RAMP.text, target: MAX_RATE }]
-if (HOLD.seconds > 0) stages.push({ duration: HOLD.text, target: MAX_RATE })
-
-/** @type {Record<string, import("k6/options").Threshold[]>} */
-const thresholds = {
-  // Over the whole run, for the summary; the knee is read from the bands below.
-  served_req_duration: [`p(95)<${KNEE_P95_MS}`],
-  http_req_failed: [`rate<${KNEE_ERROR_RATE}`]
-}
-for (let index = 0; index < BANDS; index++) {
-  const band = bandLabel(index)
-  thresholds[`served_req_duration{band:${band}}`] = [{
-    threshold: `p(95)<${KNEE_P95_MS}`,
-    abortOnFail: ABORT,
-    delayAbortEval: "5s"
-  }]
-  thresholds[`http_req_failed{band:${band}}`] = [{
-    threshold: `rate<${KNEE_ERROR_RATE}`,
-    abortOnFail: ABORT,
-    delayAbortEval: "5s"
-  }]
-}
-
 /** @type {import("k6/options").Options} */
-export const options = {
-  scenarios: {
-    stress: {
-      executor: "ramping-arrival-rate",
-      startRate: START_RATE,
-      timeUnit: "1s",
-      stages,
-      preAllocatedVUs: envPositiveInt("VUS", 20),
-      maxVUs: envPositiveInt("MAX_VUS", 300)
-    }
-  },
-  thresholds,
-  summaryTrendStats: ["avg", "med", "max", "p(90)", "p(95)", "p(99)"]
-}
+export const options = SETTINGS.options
 
 export function setup() {
+  requireKeys(KEYS)
   const capacity = verifyKeys(BASE_URL, KEYS)
-  warnOnCapacity(capacity, MAX_RATE, RAMP.seconds + HOLD.seconds)
-  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", envPositiveInt("SEED_PETS", 10)) }
+  warnOnCapacity(capacity, MAX_RATE, RAMP.seconds + SETTINGS.hold.seconds)
+  seedGuards(SETTINGS.guardSeeds)
+  return { seedIds: seedPets(BASE_URL, KEYS[0] || "", SETTINGS.seedPets) }
 }
 
 /** @param {{ seedIds: number[] }} data */
@@ -134,5 +64,11 @@ export default function(data) {
   const elapsed = (Date.now() - exec.scenario.startTime) / 1000
   const rate = elapsed >= RAMP.seconds ? MAX_RATE : START_RATE + (MAX_RATE - START_RATE) * (elapsed / RAMP.seconds)
   targetRate.add(rate)
-  mixedIteration({ baseUrl: BASE_URL, keys: KEYS, mix: MIX, seedIds: data.seedIds, tags: { band: bandOf(rate) } })
+  mixedIteration({
+    baseUrl: BASE_URL,
+    keys: KEYS,
+    mix: MIX,
+    seedIds: data.seedIds,
+    tags: { band: SETTINGS.bandOf(rate) }
+  })
 }

@@ -1,9 +1,10 @@
 import { defineConfig } from "vitest/config"
+import { lanes } from "@petstore/test-support/lanes"
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
+    projects: lanes,
     // k6 runs take minutes: each test sets its own timeout from the run it makes.
-    hookTimeout: 150_000
+    hookTimeout: 400_000
   }
 })

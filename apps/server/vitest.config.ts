@@ -1,12 +1,13 @@
 import { defineConfig } from "vitest/config"
+import { lanes } from "@petstore/test-support/lanes"
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
+    projects: lanes,
     // Each suite starts real listeners and a database; PGlite alone takes seconds to open. The timeout is there
     // to catch a hang, not to judge the machine, which may be busy with other suites.
-    testTimeout: 120_000,
-    hookTimeout: 150_000,
+    testTimeout: 300_000,
+    hookTimeout: 400_000,
     // Suites share the machine's two cores with PostgreSQL; one file at a time keeps timings honest.
     fileParallelism: false,
     // Suites that need PostgreSQL are tagged so; without DATABASE_URL they are skipped, and the reporter names them once.

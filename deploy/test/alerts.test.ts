@@ -1,4 +1,12 @@
-import { ADMIN_TOKEN, missingTool, serverEntry, type StartedProcess, startServerProcess } from "@petstore/test-support"
+import {
+  ADMIN_TOKEN,
+  missingTool,
+  serverEntry,
+  type StartedProcess,
+  startRedis,
+  startServerProcess,
+  type TestRedis
+} from "@petstore/test-support"
 import { spawnSync } from "node:child_process"
 import { join } from "node:path"
 import { parse } from "yaml"
@@ -59,10 +67,13 @@ describe("every alert has its runbook line", () => {
 
 describe("every series an alert or a dashboard panel reads is one a real server exports", () => {
   let server: StartedProcess
+  let redis: TestRedis
   let exported: Map<string, Set<string>>
   beforeAll(async () => {
+    // On the Redis quota store, whose series (quota_store_available) an alert reads; the others are the same on every store.
+    redis = await startRedis()
     server = await startServerProcess(
-      { DATA_DIR: ":memory:", ANONYMOUS_RATE_LIMIT: "1" },
+      { DATA_DIR: ":memory:", ANONYMOUS_RATE_LIMIT: "1", QUOTA_STORE: "redis", REDIS_URL: redis.url },
       120_000,
       serverEntry(join(root, "deploy/package.json"))
     )
@@ -80,7 +91,10 @@ describe("every series an alert or a dashboard panel reads is one a real server 
       exported.set(name!, known)
     }
   })
-  afterAll(() => server?.server.stop())
+  afterAll(async () => {
+    await server?.server.stop()
+    await redis?.stop()
+  })
 
   it.each(expressions)("$where", ({ expr }) => {
     const read = selectors(expr)

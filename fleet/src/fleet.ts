@@ -252,7 +252,7 @@ export const startFleet = async (options: FleetOptions = {}): Promise<Fleet> => 
       return [name, makeHost(name, member.namespace, member.address, env, skewed ? options.skew!.seconds : 0)]
     })) as Record<HostName, FleetHost>
     cleanup.push(async () => {
-      await Promise.all(Object.values(hosts).map((host) => (host.running() ? host.stop("SIGKILL") : undefined)))
+      await Promise.all(Object.values(hosts).filter((host) => host.running()).map((host) => host.stop("SIGKILL")))
     })
     await Promise.all(Object.values(hosts).map((host) => host.start()))
 

@@ -111,11 +111,23 @@ export function originOf(url) {
   return url.replace(/\/v1$/, "")
 }
 
-/** @returns {string[]} the keys of API_KEYS (comma-separated), at least one */
+/**
+ * The keys of API_KEYS (comma-separated), none when it is unset: `k6 inspect` shows a script's options without
+ * keys, and `setup` refuses to run without them (requireKeys).
+ * @returns {string[]}
+ */
 export function apiKeys() {
-  const keys = requireEnv("API_KEYS").split(",").map((key) => key.trim()).filter((key) => key !== "")
-  if (keys.length === 0) throw new Error("API_KEYS must hold at least one key")
-  return keys
+  return (envString("API_KEYS") || "").split(",").map((key) => key.trim()).filter((key) => key !== "")
+}
+
+/**
+ * Throws (k6 exits 107, naming API_KEYS) when the run has no key to send with: `setup` calls it.
+ * @param {string[]} keys from apiKeys
+ */
+export function requireKeys(keys) {
+  if (keys.length === 0) {
+    throw new Error("API_KEYS is required: one key or more, comma-separated (see load-tests/README.md)")
+  }
 }
 
 /**

@@ -1,9 +1,76 @@
 // @ts-check
 /**
+ * Where the walks of events.js go: the first page, the resume point a walk keeps (the last page's
+ * `Link: rel="next"`), and the walk by type from an earlier resume point. Plain functions, evaluated under Node
+ * by test/paging.test.ts.
+ *
+ * `setup`'s return reaches the VUs through JSON: k6 serialises it, so a field that was `undefined` arrives
+ * missing on some k6 releases and `null` on others. A resume point is a string or nothing, whatever came.
+ */
+
+/**
+ * @param {number} pageSize
+ * @returns {string} the first page of the key's events, under BASE_URL
+ */
+export function firstEventsPage(pageSize) {
+  return `/events?limit=${pageSize}`
+}
+
+/**
+ * @param {unknown} value a resume point, as setup's data or a Link gave it
+ * @returns {string | undefined} the resume point, or undefined when there is none (missing, null, empty)
+ */
+export function resumePoint(value) {
+  return typeof value === "string" && value !== "" ? value : undefined
+}
+
+/**
+ * What setup hands the VUs: where the log ended when the run started. `null`, never `undefined`, when there is
+ * none, so every k6 release passes the same thing.
+ * @param {string | undefined} start the link of the end of the log
+ * @returns {{ start: string | null }}
+ */
+export function setupData(start) {
+  return { start: resumePoint(start) === undefined ? null : String(start) }
+}
+
+/**
+ * @param {unknown} data setup's return, as a VU receives it
+ * @returns {string | undefined} where every key's first walk starts
+ */
+export function startFromSetup(data) {
+  return data !== null && typeof data === "object"
+    ? resumePoint(/** @type {{ start?: unknown }} */ (data).start)
+    : undefined
+}
+
+/**
+ * @param {string | undefined} resume where the key's walks start
+ * @param {number} pageSize
+ * @returns {string} the first request of a walk
+ */
+export function walkStart(resume, pageSize) {
+  const from = resumePoint(resume)
+  return from === undefined ? firstEventsPage(pageSize) : from
+}
+
+/**
+ * @param {unknown} from a resume point of an earlier walk, or nothing for the beginning of the log
+ * @param {number} pageSize
+ * @param {string} type an event type
+ * @returns {string} the first request of a walk of that type alone from there
+ */
+export function typeWalkStart(from, pageSize, type) {
+  const resume = resumePoint(from)
+  const filter = `type=${encodeURIComponent(type)}`
+  return resume === undefined ? `${firstEventsPage(pageSize)}&${filter}` : `${resume}&${filter}`
+}
+
+/**
  * Reading `GET /v1/events` as a poller does (README "Events and webhooks"): follow the `Link: rel="next"` of
  * every page. Every page has one: after its last event, or, on an empty page at the end of the log, the same
  * query again. A page with fewer events than asked for is the end of the log for now: wait, then follow its
- * link. Plain ES2017, for k6 (no `URL` there) and for the vitest tests beside the scripts.
+ * link. Plain ES2017, for k6 (no `URL` there).
  */
 
 /**

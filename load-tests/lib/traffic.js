@@ -25,10 +25,16 @@ import {
   nextLink,
   retryAfterSeconds
 } from "./api.js"
+import { SERVED_REQUESTS } from "./options.js"
 /** @import { Response } from "k6/http" */
 
 /** Duration of every answered request that was not a 429: the latency the thresholds judge. */
 export const servedDuration = new Trend("served_req_duration", true)
+/**
+ * Every sample of served_req_duration, counted with the same tags: the guards of its sub-metrics, which k6
+ * would pass with no sample at all (lib/options.js sampleGuards).
+ */
+export const servedRequests = new Counter(SERVED_REQUESTS)
 /** Share of iterations refused for quota: a 429, or no key of API_KEYS left with quota for this VU. */
 export const rateLimited = new Rate("rate_limited")
 /** Iterations that sent nothing because every key was waiting out a Retry-After in this VU. */
@@ -42,6 +48,24 @@ const state = {
   next: undefined,
   /** @type {Record<number, number>} key index → Unix ms until which the key is rate limited */
   limitedUntil: {}
+}
+
+/**
+ * A served answer: its latency, and one more sample for the guards of the sub-metrics it falls in.
+ * @param {Response} res
+ * @param {Record<string, string>} tags
+ */
+function served(res, tags) {
+  servedDuration.add(res.timings.duration, tags)
+  servedRequests.add(1, tags)
+}
+
+/**
+ * Seeds each guard with 0 (in setup), so that k6 judges it even when its operation never happened.
+ * @param {Array<Record<string, string>>} seeds the tags of each guard, from the script's settings
+ */
+export function seedGuards(seeds) {
+  for (const tags of seeds) servedRequests.add(0, tags)
 }
 
 /**
@@ -97,7 +121,7 @@ export function flowRequest(request) {
     tags: { op: request.op, name: request.name }
   })
   rateLimited.add(res.status === 429, { op: request.op })
-  if (res.status !== 429 && res.status !== 0) servedDuration.add(res.timings.duration, { op: request.op })
+  if (res.status !== 429 && res.status !== 0) served(res, { op: request.op })
   return res
 }
 
@@ -212,7 +236,7 @@ export function mixedIteration(options) {
     holdKey(keyIndex, res)
     check(res, { "429: Retry-After in whole seconds": () => retryAfterSeconds(res) !== undefined }, { op })
   } else if (res.status !== 0) {
-    servedDuration.add(res.timings.duration, Object.assign({ op }, extraTags))
+    served(res, Object.assign({ op }, extraTags))
   }
   return res
 }

@@ -1,15 +1,47 @@
 import { execFileSync, spawn } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { delimiter, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { findToolBinaries } from "@petstore/test-support"
 
 /** Where the k6 scripts are. */
 export const scriptsDir = fileURLToPath(new URL("..", import.meta.url))
 
-/** Every real k6 binary: on PATH, then in K6_BINS (paths separated by `:`). */
-export const findK6Binaries = (): ReadonlyArray<string> => findToolBinaries({ command: "k6", envVar: "K6_BINS" })
+/** The paths of K6_BINS: separated by `:` or `,` (the README names both), blanks ignored. */
+export const parseK6Bins = (value: string | undefined): ReadonlyArray<string> =>
+  (value ?? "").split(/[:,]/).map((path) => path.trim()).filter((path) => path !== "")
+
+/**
+ * Every real k6 binary: on PATH, then in K6_BINS, each once. A path of K6_BINS that is no file is an error,
+ * never a suite silently skipped.
+ */
+export const findK6Binaries = (): ReadonlyArray<string> => {
+  const named = parseK6Bins(process.env.K6_BINS)
+  const missing = named.filter((path) => !existsSync(path))
+  if (missing.length > 0) {
+    throw new Error(`K6_BINS names no k6 at ${missing.join(", ")} (paths separated by : or ,)`)
+  }
+  const onPath = (process.env.PATH ?? "").split(delimiter).filter((dir) => dir !== "").map((dir) => join(dir, "k6"))
+    .find(existsSync)
+  const seen = new Set<string>()
+  return [...(onPath === undefined ? [] : [onPath]), ...named].filter((path) => {
+    const real = realpathSync(path)
+    if (seen.has(real)) return false
+    seen.add(real)
+    return true
+  })
+}
+
+/**
+ * What every k6 gets in its environment besides the script's variables: no usage report. k6 otherwise sends
+ * one to Grafana at the end of each run (the flag `--no-usage-report` says the same to `k6 run`).
+ */
+export const k6Environment = (env: Record<string, string>): Record<string, string> => ({
+  PATH: process.env.PATH ?? "",
+  HOME: process.env.HOME ?? tmpdir(),
+  K6_NO_USAGE_REPORT: "true",
+  ...env
+})
 
 /** `v0.49.0`, from `k6 version`. */
 export const k6Version = (binary: string): string => {
@@ -58,7 +90,7 @@ export const runK6 = (
     {
       cwd: scriptsDir,
       // Only what k6 needs and what the script is given: the scripts read every variable as configuration.
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir(), ...env },
+      env: k6Environment(env),
       stdio: ["ignore", "pipe", "pipe"],
       timeout: timeoutMs,
       killSignal: "SIGKILL"
@@ -92,7 +124,7 @@ export const inspectK6 = (binary: string, script: string, env: Record<string, st
   new Promise<{ code: number | null; output: string }>((resolve, reject) => {
     const child = spawn(binary, ["inspect", script], {
       cwd: scriptsDir,
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? tmpdir(), ...env },
+      env: k6Environment(env),
       stdio: ["ignore", "pipe", "pipe"],
       timeout: 60_000
     })

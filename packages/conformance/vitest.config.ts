@@ -1,13 +1,14 @@
 import { defineConfig } from "vitest/config"
+import { lanes } from "@petstore/test-support/lanes"
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
+    projects: lanes,
     // The real-server suites wait out a minute window's Retry-After once; everything else takes seconds on an
     // idle machine. The timeout is there to catch a hang, not to judge the machine: on two cores at load 20, eight
     // deviation runs side by side took over three minutes each.
     testTimeout: 600_000,
-    hookTimeout: 150_000,
+    hookTimeout: 400_000,
     // Mostly waiting on sockets and Retry-After, but each file first boots a server with an embedded
     // database, seconds of CPU each: three at a time keeps those boots from starving one another.
     maxWorkers: 3,

@@ -1,3 +1,19 @@
-import { defineConfig } from "vitest/config"
+import { configDefaults, defineConfig } from "vitest/config"
 
-export default defineConfig({ test: { include: ["test/**/*.test.ts"] } })
+// The lanes of @petstore/test-support/lanes, written out: the contract cannot depend on the test support, which
+// depends on it.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "fast",
+          include: ["test/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, "**/*.system.test.ts"]
+        }
+      },
+      { extends: true, test: { name: "system", include: ["test/**/*.system.test.ts"] } }
+    ]
+  }
+})

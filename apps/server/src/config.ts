@@ -1,18 +1,6 @@
-import {
-  Config,
-  ConfigProvider,
-  Context,
-  Data,
-  Effect,
-  Layer,
-  Option,
-  Redacted,
-  Result,
-  Schema,
-  SchemaIssue
-} from "effect"
+import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Result, Schema, SchemaIssue } from "effect"
 import { readFileSync, statSync } from "node:fs"
-import { parseAllowedOrigins } from "./http/corsOrigins.ts"
+import { parseAllowedOrigins } from "./net/corsOrigins.ts"
 import { parseProxyTrust } from "./net/proxyTrust.ts"
 
 const Host = Config.String
@@ -73,7 +61,22 @@ const EnvironmentShape = Config.all({
   )),
   logLevel: Config.LogLevel("LOG_LEVEL").pipe(Config.withDefault("Info" as const)),
   logFormat: Config.Literals(["json", "pretty"], "LOG_FORMAT").pipe(Config.withDefault("json" as const)),
-  quotaStore: Config.option(Config.Literals(["memory", "postgres"], "QUOTA_STORE")),
+  quotaStore: Config.option(Config.Literals(["memory", "postgres", "redis"], "QUOTA_STORE")),
+  /** Redis or Valkey for `QUOTA_STORE=redis` (README "Quotas on Redis"): one server, or a Cluster's seed nodes. */
+  redisType: Config.Literals(["single", "cluster"], "REDIS_TYPE").pipe(Config.withDefault("single" as const)),
+  redisUrl: Config.option(Config.schema(
+    Schema.Redacted(Schema.String.check(Schema.isPattern(/^rediss?:\/\/[^\s,]+(,\s*rediss?:\/\/[^\s,]+)*$/, {
+      expected: "a redis:// or rediss:// URL (a Cluster's seed nodes comma-separated)"
+    }))),
+    "REDIS_URL"
+  )),
+  quotaStoreFailure: Config.Literals(["closed", "open"], "QUOTA_STORE_FAILURE").pipe(
+    Config.withDefault("closed" as const)
+  ),
+  quotaStoreTimeoutMillis: Config.schema(
+    Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 60_000 }, { expected: "milliseconds from 1 to 60000" })),
+    "QUOTA_STORE_TIMEOUT"
+  ).pipe(Config.withDefault(250)),
   anonymousPerMinute: Config.schema(PositiveInt, "ANONYMOUS_RATE_LIMIT").pipe(Config.withDefault(60)),
   banThreshold: Config.option(Config.schema(PositiveInt, "BAN_THRESHOLD")),
   banSeconds: Config.schema(PositiveInt, "BAN_SECONDS").pipe(Config.withDefault(900)),
@@ -108,31 +111,32 @@ const EnvironmentShape = Config.all({
 export type AppConfigValues = Config.Success<typeof EnvironmentShape>
 
 /** Where quota counts live: the store follows the database unless `QUOTA_STORE` says otherwise. */
-export const quotaStoreKind = (config: AppConfigValues): "memory" | "postgres" =>
+export const quotaStoreKind = (config: AppConfigValues): "memory" | "postgres" | "redis" =>
   Option.getOrElse(config.quotaStore, () => Option.isSome(config.databaseUrl) ? "postgres" : "memory")
 
 /**
- * Each process counts in-memory quotas apart, so more than one worker needs
- * the shared PostgreSQL store. A configuration that asks for both is refused
- * like an invalid value: one line naming WORKERS.
+ * Each process counts in-memory quotas apart, so more than one worker needs a shared quota store; and the
+ * embedded database is one process's (its folder is locked), so more than one worker needs PostgreSQL. A
+ * configuration that asks for either is refused like an invalid value: one line naming WORKERS.
  */
-const workersShareTheirQuotas = (config: AppConfigValues): Config.Config<AppConfigValues> =>
-  config.workers > 1 && quotaStoreKind(config) !== "postgres"
-    ? Config.fail(
-      new Schema.SchemaError(
-        new SchemaIssue.Pointer(
-          ["WORKERS"],
-          new SchemaIssue.InvalidValue({
-            message: `${config.workers} processes need the shared PostgreSQL quota store (set DATABASE_URL); ` +
-              "the in-memory store would count each process's quotas apart"
-          })
-        )
-      )
+const workersShareTheirQuotas = (config: AppConfigValues): Config.Config<AppConfigValues> => {
+  if (config.workers <= 1) return Config.succeed(config)
+  const problem = Option.isNone(config.databaseUrl)
+    ? `${config.workers} processes need PostgreSQL (set DATABASE_URL); the embedded database (DATA_DIR) serves ` +
+      "one process at a time"
+    : quotaStoreKind(config) === "memory"
+    ? `${config.workers} processes need a shared quota store (set DATABASE_URL, or QUOTA_STORE=redis); ` +
+      "the in-memory store would count each process's quotas apart"
+    : undefined
+  return problem === undefined
+    ? Config.succeed(config)
+    : Config.fail(
+      new Schema.SchemaError(new SchemaIssue.Pointer(["WORKERS"], new SchemaIssue.InvalidValue({ message: problem })))
     )
-    : Config.succeed(config)
+}
 
 /** The variables that hold secrets: each may instead name a file that holds it, as `NAME_FILE`. */
-export const SECRET_VARIABLES = ["ADMIN_TOKEN", "DATABASE_URL", "DATABASE_DIRECT_URL"] as const
+export const SECRET_VARIABLES = ["ADMIN_TOKEN", "DATABASE_URL", "DATABASE_DIRECT_URL", "REDIS_URL"] as const
 const SECRET_FILE_MAX_BYTES = 64 * 1024
 
 /**
@@ -185,10 +189,27 @@ const directUrlNeedsDatabaseUrl = (config: AppConfigValues): Config.Config<AppCo
     )
     : Config.succeed(config)
 
+/** The Redis quota store needs its address; an address nothing uses would be a mistake kept quiet. */
+const redisUrlWithRedisStore = (config: AppConfigValues): Config.Config<AppConfigValues> => {
+  const redis = quotaStoreKind(config) === "redis"
+  if (redis === Option.isSome(config.redisUrl)) return Config.succeed(config)
+  return Config.fail(
+    new Schema.SchemaError(
+      new SchemaIssue.Pointer(
+        [redis ? "REDIS_URL" : "QUOTA_STORE"],
+        new SchemaIssue.InvalidValue({
+          message: redis ? "required by QUOTA_STORE=redis" : "REDIS_URL is set: set QUOTA_STORE=redis to use it"
+        })
+      )
+    )
+  )
+}
+
 /** The configuration, read and checked once at start-up: every variable, then the rules that join them. */
 export const AppConfigShape = EnvironmentShape.pipe(
   Config.flatMap(workersShareTheirQuotas),
-  Config.flatMap(directUrlNeedsDatabaseUrl)
+  Config.flatMap(directUrlNeedsDatabaseUrl),
+  Config.flatMap(redisUrlWithRedisStore)
 )
 
 /** Named prepared statements: as configured, else only when no transaction pooler is declared. */
@@ -205,13 +226,36 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigValues>()("@p
 }
 
 /**
- * The configuration as it may be logged: secrets masked, and every value one a
- * person reads at a glance (an unset option says what that means, not `None`).
+ * The settings that do nothing as configured, left out of the logged configuration so that it shows only what
+ * is in force: PGlite's folder beside PostgreSQL; PostgreSQL's connection settings beside PGlite; the admin
+ * listener's address when there is no admin listener.
  */
-export const describeConfig = (config: AppConfigValues) =>
+const notInForce = (config: AppConfigValues): ReadonlyArray<keyof AppConfigValues> => [
+  ...(Option.isSome(config.databaseUrl)
+    ? ["dataDir" as const]
+    : ["databaseDirectUrl" as const, "databasePoolSize" as const, "databasePreparedStatements" as const]),
+  ...(Option.isNone(config.adminToken) && !config.metricsPublic ? ["adminHost" as const, "adminPort" as const] : [])
+]
+
+/**
+ * The configuration as it may be logged: secrets masked, every value one a
+ * person reads at a glance (an unset option says what that means, not `None`),
+ * and only the settings in force.
+ */
+export const describeConfig = (config: AppConfigValues) => {
+  const described: Partial<Record<keyof AppConfigValues, string | number | boolean>> = describeEvery(config)
+  for (const name of notInForce(config)) delete described[name]
+  return described
+}
+
+const describeEvery = (config: AppConfigValues) =>
   ({
     ...config,
-    adminToken: Option.isSome(config.adminToken) ? "<set>" : "<unset: admin listener disabled>",
+    adminToken: Option.isSome(config.adminToken)
+      ? "<set>"
+      : config.metricsPublic
+      ? "<unset: the admin listener serves /metrics only>"
+      : "<unset: admin listener disabled>",
     databaseUrl: Option.match(config.databaseUrl, {
       onNone: () => "<unset: embedded PGlite>",
       onSome: (url) => maskUrl(Redacted.value(url))
@@ -224,6 +268,10 @@ export const describeConfig = (config: AppConfigValues) =>
     publicBaseUrl: Option.match(config.publicBaseUrl, { onNone: () => "<from request>", onSome: String }),
     openApiServers: Option.getOrElse(config.openApiServers, () => "<PUBLIC_BASE_URL/v1, else the served origin>"),
     quotaStore: Option.getOrElse(config.quotaStore, () => "<by DATABASE_URL>"),
+    redisUrl: Option.match(config.redisUrl, {
+      onNone: () => "<unset>",
+      onSome: (urls) => Redacted.value(urls).split(",").map((url) => maskUrl(url.trim())).join(",")
+    }),
     banThreshold: Option.getOrElse(config.banThreshold, () => "<the key's per-minute limit>"),
     corsAllowedOrigins: config.corsAllowedOrigins.trim() || "<unset: no CORS>",
     otlpEndpoint: Option.match(config.otlpEndpoint, { onNone: () => "<unset: no traces>", onSome: String })
@@ -242,10 +290,3 @@ export const formatConfigError = (error: Config.ConfigError): string => {
     .map((issue) => `${(issue.path ?? []).map(String).join(".") || "configuration"}: ${issue.message}`)
     .join("; ")
 }
-
-/**
- * The environment does not let the server start as configured: a database it
- * cannot open, a port it cannot listen on, a directory it cannot use. The
- * message names the variable and the cause, on one line.
- */
-export class StartupError extends Data.TaggedError("StartupError")<{ readonly message: string }> {}

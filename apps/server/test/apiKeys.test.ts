@@ -34,7 +34,7 @@ const eventually = <A, E, R>(check: Effect.Effect<A, E, R>, done: (a: A) => bool
   })
 
 describeOnEachBackend("ApiKeys", ({ name }) => {
-  layer(testDatabase(name), { timeout: 60_000 })((it) => {
+  layer(testDatabase(name), { timeout: 300_000 })((it) => {
     it.effect("stores only a hash: the secret is psk_ and 256 random bits, and never in the table", () =>
       Effect.gen(function*() {
         const [keys] = yield* twoProcesses()

@@ -24,7 +24,7 @@ const admission = (subject: string): AdmitRequest => ({
  */
 for (const { name } of backends) {
   describe(`a poisoned member of a quota batch on ${name}`, suiteOptions(name), () => {
-    layer(QuotaStore.postgres.pipe(Layer.provideMerge(testDatabase(name))), { timeout: 60_000 })((it) => {
+    layer(QuotaStore.postgres.pipe(Layer.provideMerge(testDatabase(name))), { timeout: 300_000 })((it) => {
       it.effect("fails alone; the requests batched with it are admitted and counted once", () =>
         Effect.gen(function*() {
           const db = yield* Database

@@ -44,7 +44,7 @@ const atLeast = (scope: { apiKeyId: string; staff: boolean }, count: number) =>
   })
 
 describeOnEachBackend("Events", ({ name }) => {
-  layer(services(testDatabase(name)), { timeout: 60_000 })((it) => {
+  layer(services(testDatabase(name)), { timeout: 300_000 })((it) => {
     it.effect("each change writes its event in its own statement; a change that failed has none", () =>
       Effect.gen(function*() {
         const db = yield* Database
@@ -182,7 +182,7 @@ describe("Events on postgres, with transactions that commit out of order", needs
         Layer.provide(AppConfig.layerWith({ databaseUrl: Option.some(Redacted.make(database.url)) }))
       )).pipe(Layer.merge(Layer.succeed(RawClient, client)))
     })),
-    { timeout: 60_000 }
+    { timeout: 300_000 }
   )((it) => {
     it.effect("a cursor never passes an event whose transaction has not committed yet", () =>
       Effect.gen(function*() {

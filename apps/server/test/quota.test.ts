@@ -8,7 +8,7 @@ import { retryAfterSeconds } from "../src/http/rateLimitHeaders.ts"
 import { Quota } from "../src/quota/Quota.ts"
 import { QuotaStore } from "../src/quota/QuotaStore.ts"
 import { backends, suiteOptions } from "./support/databases.ts"
-import { testDatabase } from "./support/layers.ts"
+import { redisSuiteOptions, testDatabase, testRedisQuotaStore } from "./support/layers.ts"
 
 const MINUTE = 60_000
 const DAY = 86_400_000
@@ -38,6 +38,11 @@ const stores = [
       Layer.provide(testDatabase(name)),
       Layer.provide(config)
     )
+  })),
+  ...(["single", "cluster"] as const).map((type) => ({
+    name: `redis store on a ${type === "single" ? "single server" : "Cluster"}`,
+    options: redisSuiteOptions(),
+    layer: Quota.layer.pipe(Layer.provide(testRedisQuotaStore(type)), Layer.provide(config))
   }))
 ]
 
@@ -62,7 +67,7 @@ const admitMany = (quota: Quota["Service"], key: ApiKey, count: number) =>
 
 for (const { name, layer: quotaLayer, options } of stores) {
   describe(`quota with the ${name}`, options, () => {
-    layer(quotaLayer, { timeout: 60_000 })((it) => {
+    layer(quotaLayer, { timeout: 300_000 })((it) => {
       it.effect.each(["free", "pro", "business"] as const)(
         "%s: the (limit+1)-th request in a minute is refused until the minute resets",
         (plan) =>
@@ -186,7 +191,7 @@ for (const { name, layer: quotaLayer, options } of stores) {
           assert.isTrue((yield* quota.admit(quota.keySubject(key))).admitted)
         }))
 
-      it.effect("admits exactly the limit of many requests sent at once (the PostgreSQL store batches them)", () =>
+      it.effect("admits exactly the limit of many requests sent at once (the PostgreSQL store batches them, Redis pipelines them)", () =>
         Effect.gen(function*() {
           const quota = yield* Quota
           const free = keyOf("free")

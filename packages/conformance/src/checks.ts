@@ -1,6 +1,6 @@
 import { Cause, Deferred, Effect, Exit } from "effect"
-import type { Http } from "./http.ts"
-import { type CheckFailed, type CheckResult, CheckSkipped, type Tag } from "./model.ts"
+import { Http } from "./http.ts"
+import { CheckFailed, type CheckResult, CheckSkipped, type Tag } from "./model.ts"
 
 export interface Check {
   /** Stable identifier, e.g. `pets.list-limit-1` or `free.burst`; `--grep` matches it as well as the title. */
@@ -10,8 +10,36 @@ export interface Check {
   readonly title: string
   /** Checks of the same phase whose passing this one builds on; they run first even when not selected. */
   readonly requires?: ReadonlyArray<string>
+  /** The most requests the check sends; the run's per-check bound when not given. */
+  readonly maxRequests?: number
+  /** How much longer than the run's per-check time bound the check may take: the pacing of a daily quota. */
+  readonly extraSeconds?: number
   readonly run: Effect.Effect<void, CheckFailed | CheckSkipped, Http>
 }
+
+/** What bounds every check: the time it may take and the requests it may send. */
+export interface CheckBounds {
+  readonly seconds: number
+  readonly requests: number
+}
+
+/** The run's record, kept as it goes so that a run stopped early still reports what it checked. */
+export interface Ledger {
+  /** Every selected check's result, as soon as it is known. */
+  readonly results: Map<string, CheckResult>
+  /** The selected checks running now, by id. */
+  readonly running: Map<string, { readonly check: Check; readonly startedAt: number }>
+}
+
+export const makeLedger = (): Ledger => ({ results: new Map(), running: new Map() })
+
+/** A duration as the options spell it: `90 s`, `20 min`, `2 h`. */
+export const formatSeconds = (seconds: number) =>
+  seconds % 3600 === 0 && seconds >= 3600
+    ? `${seconds / 3600} h`
+    : seconds % 60 === 0 && seconds >= 60
+    ? `${seconds / 60} min`
+    : `${seconds} s`
 
 /**
  * Checks that run one after the other because they share state or a key's
@@ -36,7 +64,7 @@ export interface Selection {
   readonly grep?: string | undefined
 }
 
-export const isSelected = (selection: Selection) => (check: Check) =>
+export const isSelected = (selection: Selection) => (check: Pick<Check, "id" | "title" | "tag">) =>
   (selection.only === undefined || check.tag === selection.only) &&
   (selection.grep === undefined || `${check.id} ${check.title}`.toLowerCase().includes(selection.grep.toLowerCase()))
 
@@ -61,7 +89,27 @@ const defectMessage = (cause: Cause.Cause<unknown>) => {
   return squashed instanceof Error ? `${squashed.name}: ${squashed.message}` : String(squashed)
 }
 
-const runCheck = (check: Check, unmet: CheckResult | undefined) =>
+/** The service as one check sees it: past its bound, a request fails the check instead of going out. */
+const bounded = (http: Http["Service"], most: number): Http["Service"] => {
+  let sent = 0
+  return Http.of({
+    ...http,
+    send: (options) =>
+      Effect.suspend(() =>
+        ++sent > most
+          ? Effect.fail(
+            new CheckFailed({
+              request: `${options.method ?? "GET"} ${options.path}, request ${sent} of this check`,
+              expected: `an outcome within ${most} requests, the most this check sends`,
+              received: `the service's answers kept the check going past ${most} requests`
+            })
+          )
+          : http.send(options)
+      )
+  })
+}
+
+const runCheck = (check: Check, unmet: CheckResult | undefined, bounds: CheckBounds) =>
   Effect.gen(function*() {
     const started = Date.now()
     const base = { id: check.id, title: check.title, tag: check.tag, area: check.area }
@@ -72,7 +120,23 @@ const runCheck = (check: Check, unmet: CheckResult | undefined) =>
         : `needs "${unmet.title}", which failed`
       return { ...base, status: "skip", reason, durationMs: 0 } satisfies CheckResult
     }
-    const exit = yield* Effect.exit(check.run)
+    const http = yield* Http
+    const seconds = bounds.seconds + (check.extraSeconds ?? 0)
+    const exit = yield* Effect.exit(
+      check.run.pipe(
+        Effect.provideService(Http, bounded(http, check.maxRequests ?? bounds.requests)),
+        Effect.timeoutOrElse({
+          duration: seconds * 1000,
+          orElse: () =>
+            Effect.fail(
+              new CheckFailed({
+                expected: `the check to end within ${formatSeconds(seconds)} (--check-timeout)`,
+                received: "it had not ended: the service's answers were too slow, or kept it waiting"
+              })
+            )
+        })
+      )
+    )
     const durationMs = Date.now() - started
     if (Exit.isSuccess(exit)) return { ...base, status: "pass", durationMs } satisfies CheckResult
     const error = Cause.findErrorOption(exit.cause)
@@ -109,12 +173,14 @@ const runCheck = (check: Check, unmet: CheckResult | undefined) =>
 export const runPhases = (
   phases: ReadonlyArray<Phase>,
   selected: (check: Check) => boolean,
-  report: (result: CheckResult) => void
+  report: (result: CheckResult) => void,
+  bounds: CheckBounds,
+  ledger: Ledger = makeLedger()
 ) =>
   Effect.gen(function*() {
     const finished = new Map<string, Deferred.Deferred<void>>()
     for (const phase of phases) finished.set(phase.name, yield* Deferred.make<void>())
-    const results = new Map<string, CheckResult>()
+    const { results, running } = ledger
 
     const runPhase = (phase: Phase) =>
       Effect.gen(function*() {
@@ -127,7 +193,9 @@ export const runPhases = (
           const unmet = (check.requires ?? []).map((id) => outcomes.get(id)).find((r) =>
             r !== undefined && r.status !== "pass"
           )
-          const result = yield* runCheck(check, unmet)
+          if (selected(check)) running.set(check.id, { check, startedAt: Date.now() })
+          const result = yield* runCheck(check, unmet, bounds)
+          running.delete(check.id)
           outcomes.set(check.id, result)
           if (selected(check)) {
             results.set(check.id, result)
@@ -137,6 +205,9 @@ export const runPhases = (
       }).pipe(Effect.ensuring(Deferred.succeed(finished.get(phase.name)!, undefined)))
 
     yield* Effect.forEach(phases, runPhase, { concurrency: "unbounded", discard: true })
-    // Reported in catalogue order, whatever order they finished in.
-    return phases.flatMap((phase) => phase.checks.flatMap((check) => results.get(check.id) ?? []))
+    return inCatalogueOrder(phases, results)
   })
+
+/** Results in catalogue order, whatever order they finished in. */
+export const inCatalogueOrder = (phases: ReadonlyArray<Phase>, results: ReadonlyMap<string, CheckResult>) =>
+  phases.flatMap((phase) => phase.checks.flatMap((check) => results.get(check.id) ?? []))

@@ -8,9 +8,9 @@
  * Keys come from a file or the environment, so that no command line, process
  * list or log shows one; this program prints a key's last four characters at most.
  *
- * Exit codes: 0 nothing failed, 1 a check failed, 2 bad usage, a refused key or an unreachable base URL.
+ * Exit codes: 0 nothing failed, 1 a check failed or the run was cut short (--max-duration, a service that gives no
+ * answer), 2 bad usage, a refused key or an unreachable base URL, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
  */
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Config, Console, Data, Effect, FileSystem, Option, Runtime } from "effect"
 import { CliError, CliOutput, Command, Flag } from "effect/cli"
@@ -20,14 +20,21 @@ import { DEFAULT_FUZZ_REQUESTS } from "./fuzz.ts"
 import { toHtml } from "./htmlReport.ts"
 import { colourStyle, formatResult, formatSummary, plainStyle, toJson, toJUnit } from "./report.ts"
 import { scrubber } from "./secrets.ts"
-import { suite } from "./suite.ts"
+import {
+  DEFAULT_CHECK_TIMEOUT_SECONDS,
+  DEFAULT_MAX_DURATION_DAILY_SECONDS,
+  DEFAULT_MAX_DURATION_SECONDS,
+  DEFAULT_REQUEST_TIMEOUT_SECONDS,
+  suite
+} from "./suite.ts"
+import { formatSeconds } from "./checks.ts"
 import { parseListen } from "./webhookReceiver.ts"
 
 /** A seed for the schema-driven phase: a non-negative 31-bit integer, short enough to retype. */
 const randomSeed = () => Math.floor(Math.random() * 2 ** 31)
 
 /** Ends the process with `exitCode` once its message (if any) is on stderr. */
-class Exit extends Data.TaggedError("Exit")<{ readonly exitCode: 1 | 2; readonly message: string }> {
+class Exit extends Data.TaggedError("Exit")<{ readonly exitCode: number; readonly message: string }> {
   override get [Runtime.errorExitCode]() {
     return this.exitCode
   }
@@ -39,6 +46,42 @@ const usage = (message: string) =>
   Effect.andThen(Console.error(`petstore-conformance: ${message}`), Effect.fail(new Exit({ exitCode: 2, message })))
 
 const PLAN_LIST = PLANS.join(", ")
+
+/** The conventional exit codes of a process stopped by a signal (128 + its number). */
+const SIGNAL_EXIT_CODES = { SIGINT: 130, SIGTERM: 143 } as const
+type StopSignal = keyof typeof SIGNAL_EXIT_CODES
+
+/**
+ * While a run is in progress, the first SIGINT or SIGTERM stops it (its reports are still written); any other ends
+ * the process at once, as a second Ctrl-C should.
+ */
+let stopRun: ((signal: StopSignal) => void) | undefined
+let receivedSignal: StopSignal | undefined
+for (const signal of Object.keys(SIGNAL_EXIT_CODES) as Array<StopSignal>) {
+  process.on(signal, () => {
+    const stop = stopRun
+    stopRun = undefined
+    if (stop === undefined) process.exit(SIGNAL_EXIT_CODES[signal])
+    receivedSignal = signal
+    stop(signal)
+  })
+}
+
+/** Completes when a signal asks the run in progress to stop. */
+const stopRequested = Effect.callback<string>((resume) => {
+  stopRun = (signal) => resume(Effect.succeed(`interrupted by ${signal}`))
+  return Effect.sync(() => {
+    stopRun = undefined
+  })
+})
+
+/** `90`, `90s`, `20m`, `20min`, `2h` (a plain number is seconds) as seconds, or undefined. */
+const parseDuration = (text: string): number | undefined => {
+  const match = /^(\d+(?:\.\d+)?)\s*(s|m|min|h)?$/.exec(text.trim())
+  if (match === null) return undefined
+  const seconds = Number(match[1]) * (match[2] === "h" ? 3600 : match[2] === "m" || match[2] === "min" ? 60 : 1)
+  return seconds > 0 ? seconds : undefined
+}
 
 const HOW_TO_GIVE_KEYS = "put PLAN=KEY lines in a file and pass --keys-file FILE (or set CONFORMANCE_KEYS_FILE), " +
   "or set CONFORMANCE_KEY_FREE, _PRO, _BUSINESS or _ENTERPRISE (several keys of a plan separated by commas)"
@@ -196,6 +239,31 @@ const conformance = Command.make(
       Flag.withDescription(
         "The http(s) URL at which the deployment reaches the receiver, when not its listening address; implies --webhooks"
       )
+    ),
+    maxDuration: Flag.String("max-duration").pipe(
+      Flag.optional,
+      Flag.withDescription(
+        `The longest the whole run may take, e.g. 90s, 20m, 2h (default ${
+          formatSeconds(DEFAULT_MAX_DURATION_SECONDS)
+        }, room for every plan's minute window even with a single free key; ${
+          formatSeconds(DEFAULT_MAX_DURATION_DAILY_SECONDS)
+        } with --daily, room for business's day). Then the run stops: the checks still running fail, the others are ` +
+          "reported as not run, the reports are written and marked incomplete, and the exit code is 1"
+      )
+    ),
+    checkTimeout: Flag.String("check-timeout").pipe(
+      Flag.optional,
+      Flag.withDescription(
+        `The longest one check may take, e.g. 60s (default ${
+          formatSeconds(DEFAULT_CHECK_TIMEOUT_SECONDS)
+        }; a --daily check gets its quota's pacing on top). A check that takes longer fails, saying so`
+      )
+    ),
+    requestTimeout: Flag.String("request-timeout").pipe(
+      Flag.optional,
+      Flag.withDescription(
+        `The longest one request may wait for its whole answer, e.g. 10s (default ${DEFAULT_REQUEST_TIMEOUT_SECONDS} s)`
+      )
     )
   },
   Effect.fn(function*(input) {
@@ -229,6 +297,28 @@ const conformance = Command.make(
     const webhooks = input.webhooks || listen !== undefined || publicUrl !== undefined
 
     if (input.fuzz < 0) return yield* usage(`--fuzz takes a number of requests, 0 or more, not ${input.fuzz}`)
+    const durations: Record<"maxDuration" | "checkTimeout" | "requestTimeout", number | undefined> = {
+      maxDuration: undefined,
+      checkTimeout: undefined,
+      requestTimeout: undefined
+    }
+    for (
+      const [name, flag] of [
+        ["maxDuration", "--max-duration"],
+        ["checkTimeout", "--check-timeout"],
+        ["requestTimeout", "--request-timeout"]
+      ] as const
+    ) {
+      const given = Option.getOrUndefined(input[name])
+      if (given === undefined) continue
+      const seconds = parseDuration(given)
+      if (seconds === undefined) {
+        return yield* usage(
+          `${flag} takes a duration such as 90s, 20m or 2h (a plain number is seconds), not "${given}"`
+        )
+      }
+      durations[name] = seconds
+    }
     const seed = Option.getOrElse(input.seed, randomSeed)
     if (input.fuzz > 0) {
       yield* Console.error(`fuzz: seed ${seed} (replay this run's generated requests with --seed ${seed})`)
@@ -246,7 +336,11 @@ const conformance = Command.make(
       ...(webhooks ? { webhooks: { listen, publicUrl } } : {}),
       ...Option.match(input.corsOrigin, { onNone: () => ({}), onSome: (corsOrigin) => ({ corsOrigin }) }),
       onResult: printResult,
-      onProgress: progress.show
+      onProgress: progress.show,
+      ...(durations.maxDuration === undefined ? {} : { maxDurationSeconds: durations.maxDuration }),
+      ...(durations.checkTimeout === undefined ? {} : { checkTimeoutSeconds: durations.checkTimeout }),
+      ...(durations.requestTimeout === undefined ? {} : { requestTimeoutSeconds: durations.requestTimeout }),
+      stop: stopRequested
     }).pipe(
       Effect.catchTags({
         InvalidOptions: (error) => usage(error.message),
@@ -270,15 +364,25 @@ const conformance = Command.make(
     yield* write(input.json, toJson(result), "JSON")
     yield* write(input.html, toHtml(result), "HTML")
 
-    yield* Console.log(formatSummary(result.summary))
-    if (result.summary.failed > 0) {
+    yield* Console.log(formatSummary(result.summary, result.incomplete))
+    if (receivedSignal !== undefined) {
+      return yield* new Exit({
+        exitCode: SIGNAL_EXIT_CODES[receivedSignal],
+        message: `interrupted by ${receivedSignal}`
+      })
+    }
+    if (result.summary.failed > 0 || result.incomplete !== undefined) {
       return yield* new Exit({ exitCode: 1, message: `${result.summary.failed} checks failed` })
     }
   })
 ).pipe(
   Command.withDescription(
     "Checks a deployment of the Animal Adoption Store Service against its interface spec and documented behaviour, " +
-      "over HTTP only. Exit codes: 0 nothing failed, 1 a check failed, 2 bad usage, a refused key or an unreachable base URL."
+      "over HTTP only. Every check is bounded (--check-timeout, and in requests), and so is the run (--max-duration). " +
+      "SIGINT or SIGTERM stops a run: the reports asked for are written with what was checked, marked incomplete. " +
+      "Exit codes: 0 nothing failed; 1 a check failed, or the run ended incomplete (--max-duration, a service that " +
+      "gives no HTTP answer); 2 bad usage, a refused key or an unreachable base URL; 130 stopped by SIGINT; " +
+      "143 stopped by SIGTERM."
   ),
   Command.withExamples([
     {
@@ -321,5 +425,13 @@ Command.run(conformance, { version: "1.0.0" }).pipe(
   ),
   Effect.provide(CliOutput.layerPresenter(presenter)),
   Effect.provide(NodeServices.layer),
-  NodeRuntime.runMain
+  // NodeRuntime.runMain, without its own SIGINT and SIGTERM handlers: those interrupt the program at once, and
+  // this one's stop the run so that it still writes its reports.
+  Runtime.makeRunMain(({ fiber, teardown }) => {
+    fiber.addObserver((exit) =>
+      teardown(exit, (code) => {
+        if (code !== 0) process.exit(code)
+      })
+    )
+  })
 )

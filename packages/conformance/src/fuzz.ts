@@ -502,10 +502,14 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
     const byExpectation = (expectation: Expectation) =>
       judge((probe) => probe.expectation === expectation, (probe) => probe.problem, EXPECTED[expectation])
 
+    // The campaign runs in whichever check comes first: each may send all of it, the method probes, and the reads
+    // of the pets it created; and a second a request on top of the run's per-check bound, for a distant service.
+    const bounds = { maxRequests: 2 * settings.requests + 100, extraSeconds: settings.requests }
     const checks: ReadonlyArray<Check> = [
       {
         id: "fuzz.valid",
         area: "fuzz",
+        ...bounds,
         tag: "spec",
         title: "generated valid requests are accepted and their answers decode as the spec's Pet",
         run: byExpectation("valid")
@@ -513,6 +517,7 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
       {
         id: "fuzz.invalid",
         area: "fuzz",
+        ...bounds,
         tag: "spec",
         title: "generated NewPets the spec refuses are 400 with an Error body",
         run: byExpectation("invalid-spec")
@@ -520,6 +525,7 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
       {
         id: "fuzz.invalid-contract",
         area: "fuzz",
+        ...bounds,
         tag: "extension",
         title: "generated requests outside the contract's bounds are 400 with an Error body",
         run: byExpectation("invalid-contract")
@@ -528,6 +534,7 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
       {
         id: "fuzz.methods",
         area: "fuzz",
+        ...bounds,
         tag: "extension",
         title: "methods the spec's paths do not have never succeed",
         run: byExpectation("method-spec")
@@ -535,6 +542,7 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
       {
         id: "fuzz.methods-contract",
         area: "fuzz",
+        ...bounds,
         tag: "extension",
         title: "methods the API's other paths do not have never succeed",
         run: byExpectation("method-contract")
@@ -542,6 +550,7 @@ export const fuzzChecks = (run: RunContext, settings: FuzzSettings) => {
       {
         id: "fuzz.no-5xx",
         area: "fuzz",
+        ...bounds,
         tag: "spec",
         title: "no generated request is answered with a 5xx",
         run: judge(

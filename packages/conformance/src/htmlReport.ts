@@ -54,7 +54,7 @@ export const toHtml = (suite: SuiteResult) => {
     ["Started", suite.startedAt],
     ["Duration", `${(suite.durationMs / 1000).toFixed(1)} s`],
     ["Run id", suite.runId],
-    ["Summary", formatSummary(suite.summary)],
+    ["Summary", formatSummary(suite.summary, suite.incomplete)],
     ...(suite.fuzz === undefined ? [] : [
       [
         "Fuzz",
@@ -75,13 +75,22 @@ export const toHtml = (suite: SuiteResult) => {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Conformance of ${html(suite.baseUrl)}: ${html(formatSummary(suite.summary))}</title>
+<title>Conformance of ${html(suite.baseUrl)}: ${html(formatSummary(suite.summary, suite.incomplete))}</title>
 <style>${STYLE}</style>
 </head>
 <body>
 <h1>Animal Adoption Store Service: conformance report</h1>
-<div id="verdict" class="verdict ${failed > 0 ? "fail" : "pass"}">${
-    failed > 0 ? `Does not conform: ${failed} failed` : "Conforms: nothing failed"
+<div id="verdict" class="verdict ${failed > 0 || suite.incomplete !== undefined ? "fail" : "pass"}">${
+    [
+      ...(suite.incomplete === undefined
+        ? []
+        : [`Incomplete: ${suite.incomplete.reason}; ${suite.incomplete.notRun} checks not run.`]),
+      failed > 0
+        ? `Does not conform: ${failed} failed`
+        : suite.incomplete === undefined
+        ? "Conforms: nothing failed"
+        : "Nothing failed of what ran"
+    ].map(html).join(" ")
   }</div>
 <dl id="summary">
 ${

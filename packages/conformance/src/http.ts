@@ -1,7 +1,7 @@
 import { Context, Effect } from "effect"
 import { type ApiKey, CheckFailed } from "./model.ts"
 import { lastFour } from "./secrets.ts"
-import { send as sendOnWire } from "./transport.ts"
+import { send as sendOnWire, TransportError } from "./transport.ts"
 
 /** One request the suite sent and what came back, kept whole so that a failure can show both. */
 export interface Exchange {
@@ -117,7 +117,9 @@ const RATE_LIMIT_HEADERS = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-rat
 
 /** The status, the rate-limit headers (and any asked for) and the start of the body. */
 export const describeResponse = (exchange: Exchange, headers: ReadonlyArray<string> = []) => {
-  const shown = [...RATE_LIMIT_HEADERS, ...headers.map((name) => name.toLowerCase())]
+  // A redirect is a finding (the API has none), and where it points says what the deployment got wrong.
+  const redirect = exchange.status >= 300 && exchange.status < 400 ? ["location"] : []
+  const shown = [...RATE_LIMIT_HEADERS, ...redirect, ...headers.map((name) => name.toLowerCase())]
     .filter((name, index, all) => all.indexOf(name) === index && exchange.headers.has(name))
     .map((name) => `${name}: ${exchange.headers.get(name)}`)
   const body = exchange.text === "" ? "empty body" : `body ${excerpt(exchange.text)}`
@@ -262,5 +264,8 @@ export const probe = (settings: Pick<HttpSettings, "baseUrl" | "requestTimeoutSe
         path: "/pets?limit=1",
         credential
       }, signal),
-    catch: (error) => (error instanceof Error ? error.message : String(error))
+    catch: (error) => ({
+      message: error instanceof Error ? error.message : String(error),
+      nothingThere: error instanceof TransportError && error.nothingThere
+    })
   })

@@ -51,6 +51,10 @@ export interface SuiteResult {
   readonly durationMs: number
   readonly results: ReadonlyArray<CheckResult>
   readonly summary: Summary
+  /** False when the run stopped before every selected check had run; `incomplete` then says why. */
+  readonly complete: boolean
+  /** Why the run stopped early (`interrupted by SIGINT`, `--max-duration (20 min) ran out`, …) and how many checks did not run. */
+  readonly incomplete?: { readonly reason: string; readonly notRun: number }
   /** The schema-driven phase, when it ran: its seed (replay with `--seed`), the requests it sent and how long it took. */
   readonly fuzz?: { readonly seed: number; readonly sent: number; readonly durationMs: number }
   /** The OpenAPI document every response was checked against, when one was found: how many responses it judged, how many it contradicts. */
@@ -61,7 +65,7 @@ export class CheckFailed extends Data.TaggedError("CheckFailed")<Failure> {}
 
 export class CheckSkipped extends Data.TaggedError("CheckSkipped")<{ readonly reason: string }> {}
 
-/** The base URL does not answer at all: a usage problem rather than a finding about the service. */
+/** Nothing listens at the base URL, or its host does not resolve: a usage problem rather than a finding about the service. */
 export class Unreachable extends Data.TaggedError("Unreachable")<{ readonly baseUrl: string; readonly cause: string }> {
   override get message() {
     return `cannot reach ${this.baseUrl}: ${this.cause}`

@@ -12,6 +12,13 @@ const BURST_CONCURRENCY = 10
 /** A per-minute limit above this is not spent: it would take too long to prove anything useful. */
 const LARGEST_BURST = 20_000
 
+/** A daily limit above this is not spent either. */
+const LARGEST_DAY = 1_000_000
+
+/** A day's pacing takes a minute window per minute's quota; a key's day ends within a day whatever its limits. */
+const dailyPacingSeconds = (quota: { readonly perMinute: number; readonly perDay: number } | undefined) =>
+  quota === undefined ? 86_400 : Math.ceil(quota.perDay / quota.perMinute) * 61
+
 interface Quota {
   readonly perMinute: number
   /** Unknown for an enterprise key when the service has no `GET /v1/rate_limit`. */
@@ -37,6 +44,12 @@ export const parsePolicies = (value: string | undefined) => {
 }
 
 const resetOf = (exchange: Exchange) => integerHeader(exchange, "x-ratelimit-reset")
+
+/**
+ * The most requests one burst sends: three windows' worth (the burst fails once the reported window has changed
+ * three times) and a batch. A service that has refused none by then does not enforce the quota.
+ */
+export const maxBurstRequests = (perMinute: number) => 3 * perMinute + BURST_CONCURRENCY
 
 interface Burst {
   /** The 429 that ended the burst. */
@@ -66,8 +79,20 @@ const spendTheMinute = (run: RunContext, key: ApiKey, perMinute: number) =>
     let sent = 1
     let reported = 0
     const windowDescription = () => Number.isNaN(window) ? "the window" : `the window that resets at ${window}`
+    // Answers without a readable X-RateLimit-Reset all belong to one window: the one the burst started in.
+    const sameWindow = (reset: number) => reset === window || (Number.isNaN(reset) && Number.isNaN(window))
+    const mostRequests = maxBurstRequests(perMinute)
 
     while (true) {
+      if (sent >= mostRequests) {
+        return yield* new CheckFailed({
+          request: `GET ${run.baseUrl}/pets?limit=1 (${key.label}), ${sent} times`,
+          expected: `a 429 once ${perMinute} requests are admitted in a minute`,
+          received: `${sent} requests sent, none refused with 429, ${
+            Number.isNaN(window) ? "without an X-RateLimit-Reset to tell windows apart" : `over ${windows} windows`
+          }: the quota is not enforced (the suite sends no more than ${mostRequests} in a burst)`
+        })
+      }
       if (windows > 3) {
         return yield* new CheckFailed({
           request: `GET ${run.baseUrl}/pets?limit=1 (${key.label}), ${sent} times`,
@@ -119,10 +144,11 @@ const spendTheMinute = (run: RunContext, key: ApiKey, perMinute: number) =>
         }
         const counted = (admittedIn.get(reset) ?? 0) + 1
         admittedIn.set(reset, counted)
-        if (left === 0 && reset === window && counted > perMinute) {
+        if (left === 0 && sameWindow(reset) && counted > perMinute) {
           return yield* failure(
             exchange,
-            `status 429 for request ${counted} of ${windowDescription()}: the quota is ${perMinute} a minute`
+            `status 429 for request ${counted} of ${windowDescription()}: the quota is ${perMinute} a minute`,
+            `admitted as well, none of the ${counted} refused: ${describeResponse(exchange)}`
           )
         }
       }
@@ -242,14 +268,16 @@ export const planPhase = (run: RunContext, plan: Plan): Effect.Effect<Phase> =>
       tag: Tag,
       title: string,
       run: Check["run"],
-      requires?: ReadonlyArray<string>
+      requires?: ReadonlyArray<string>,
+      bounds: Pick<Check, "maxRequests" | "extraSeconds"> = {}
     ): Check => ({
       id: `${plan}.${id}`,
       area: plan,
       tag,
       title: `${plan}: ${title}`,
       run,
-      ...(requires === undefined ? {} : { requires: requires.map((required) => `${plan}.${required}`) })
+      ...(requires === undefined ? {} : { requires: requires.map((required) => `${plan}.${required}`) }),
+      ...bounds
     })
 
     // Set aside keys exhaust their windows while the general checks run; a plan's only key waits for them.
@@ -373,7 +401,10 @@ export const planPhase = (run: RunContext, plan: Plan): Effect.Effect<Phase> =>
             return yield* skipped(`a per-minute limit of ${perMinute} is more than this suite spends`)
           }
           burst = yield* spendTheMinute(run, burstKey!, perMinute)
-        })
+        }),
+        undefined,
+        // The burst, and the requests that learn an enterprise key's limits.
+        { maxRequests: maxBurstRequests(fixed?.perMinute ?? LARGEST_BURST) + 10 }
       ),
       // "The body of a 429 response is not shown" (spec §7): refusal-details holds it to the README's Error.
       check(
@@ -473,8 +504,14 @@ export const planPhase = (run: RunContext, plan: Plan): Effect.Effect<Phase> =>
               } minutes)`
             )
           }
+          if (perDay > LARGEST_DAY) {
+            return yield* skipped(`a daily limit of ${perDay} is more than this suite spends`)
+          }
           day = yield* spendTheDay(run, dailyKey!, { perMinute, perDay })
-        })
+        }),
+        undefined,
+        // The day, the minute windows that refuse a request or two as they turn, and the final refusal.
+        { maxRequests: (fixed?.perDay ?? LARGEST_DAY) + 100, extraSeconds: dailyPacingSeconds(fixed) }
       ),
       check(
         "daily-details",

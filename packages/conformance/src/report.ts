@@ -32,8 +32,12 @@ export const formatResult = (result: CheckResult, style: Style = plainStyle) => 
   }
 }
 
-export const formatSummary = ({ passed, failed, skipped }: Summary) =>
-  `${passed} passed, ${failed} failed, ${skipped} skipped`
+export const formatSummary = (
+  { passed, failed, skipped }: Summary,
+  incomplete?: SuiteResult["incomplete"]
+) =>
+  `${passed} passed, ${failed} failed, ${skipped} skipped` +
+  (incomplete === undefined ? "" : `; incomplete: ${incomplete.notRun} not run (${incomplete.reason})`)
 
 const xml = (text: string) =>
   text
@@ -77,12 +81,27 @@ export const toJUnit = (suite: SuiteResult) => {
       "  </testsuite>"
     ].join("\n")
   })
+  // An incomplete run shows as an error of its own, so that no CI reads the checks that did run as the whole story.
+  if (suite.incomplete !== undefined) {
+    const message =
+      `the run ended before every check ran: ${suite.incomplete.reason}; ${suite.incomplete.notRun} not run`
+    testsuites.push([
+      `  <testsuite name="run" tests="1" failures="0" errors="1" skipped="0" time="${
+        seconds(suite.durationMs)
+      }" timestamp="${suite.startedAt}">`,
+      `    <testcase classname="conformance.run" name="the run is complete" time="${seconds(suite.durationMs)}">`,
+      `      <error message="${xml(message)}" type="incomplete"/>`,
+      "    </testcase>",
+      "  </testsuite>"
+    ].join("\n"))
+  }
   const { passed, failed, skipped } = suite.summary
+  const errors = suite.incomplete === undefined ? 0 : 1
   return [
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>",
     `<testsuites name="${xml(`petstore conformance of ${suite.baseUrl}`)}" tests="${
-      passed + failed + skipped
-    }" failures="${failed}" errors="0" skipped="${skipped}" time="${seconds(suite.durationMs)}">`,
+      passed + failed + skipped + errors
+    }" failures="${failed}" errors="${errors}" skipped="${skipped}" time="${seconds(suite.durationMs)}">`,
     ...testsuites,
     "</testsuites>",
     ""

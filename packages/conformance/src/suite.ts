@@ -1,6 +1,15 @@
 import { Cause, Data, Effect, Exit } from "effect"
 import { randomBytes } from "node:crypto"
-import { type Check, isSelected, type Phase, runPhases, skipped } from "./checks.ts"
+import {
+  type Check,
+  formatSeconds,
+  inCatalogueOrder,
+  isSelected,
+  makeLedger,
+  type Phase,
+  runPhases,
+  skipped
+} from "./checks.ts"
 import type { RunContext } from "./context.ts"
 import { DEFAULT_FUZZ_REQUESTS, fuzzChecks } from "./fuzz.ts"
 import { generalPhase } from "./general.ts"
@@ -22,7 +31,7 @@ import {
   Unreachable
 } from "./model.ts"
 import { planPhase } from "./plans.ts"
-import { documentCheck, loadDocument } from "./openapiCheck.ts"
+import { documentCheck, loadDocument, type LoadedDocument } from "./openapiCheck.ts"
 import { storePhase } from "./store.ts"
 import { lastFour, scrubber } from "./secrets.ts"
 
@@ -55,7 +64,25 @@ export interface SuiteOptions {
   readonly corsOrigin?: string | undefined
   /** Check webhook deliveries with a receiver of the run (`--webhooks`); without it the webhooks checks are skipped. */
   readonly webhooks?: WebhookOptions
+  /** How long one request may wait for its whole answer. Default 30 s. */
+  readonly requestTimeoutSeconds?: number
+  /** How long one check may take (a daily quota's pacing comes on top). Default 300 s. */
+  readonly checkTimeoutSeconds?: number
+  /** The most requests one check sends (a plan's burst and day, and the schema-driven phase, have their own). Default 1,000. */
+  readonly maxRequestsPerCheck?: number
+  /** How long the whole run may take; then it stops, reporting what it checked. Default 20 min, or 3 h with `daily`. */
+  readonly maxDurationSeconds?: number
+  /** Completes, with the reason, when the run must stop now (a signal): it ends at once, reporting what it checked. */
+  readonly stop?: Effect.Effect<string>
 }
+
+export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30
+export const DEFAULT_CHECK_TIMEOUT_SECONDS = 300
+export const DEFAULT_MAX_REQUESTS_PER_CHECK = 1_000
+/** Room for every plan's minute windows with a single free key (some 6 min), and a slow service. */
+export const DEFAULT_MAX_DURATION_SECONDS = 20 * 60
+/** Room for business's day (100,000 requests paced at 1,000 a minute: about 100 min). */
+export const DEFAULT_MAX_DURATION_DAILY_SECONDS = 3 * 60 * 60
 
 export class InvalidOptions extends Data.TaggedError("InvalidOptions")<{ readonly message: string }> {}
 
@@ -78,8 +105,6 @@ export class InvalidKeys extends Data.TaggedError("InvalidKeys")<{ readonly refu
 
 /** Plans in the order their first key is preferred for the general checks: the most room first. */
 const GENERAL_KEY_PREFERENCE: ReadonlyArray<Plan> = ["business", "enterprise", "pro", "free"]
-
-const REQUEST_TIMEOUT_SECONDS = 30
 
 export const normalizeBaseUrl = (value: string) =>
   Effect.gen(function*() {
@@ -203,13 +228,23 @@ export const catalogue: Effect.Effect<ReadonlyArray<Pick<Check, "id" | "area" | 
   }
 )
 
+/** Why a run stopped before its end. */
+type Stop = { readonly _tag: "Deadline"; readonly seconds: number } | {
+  readonly _tag: "Signal"
+  readonly reason: string
+}
+
 export const suite = (options: SuiteOptions) =>
   Effect.gen(function*() {
     const baseUrl = yield* normalizeBaseUrl(options.baseUrl)
     const maxWaitSeconds = options.maxWaitSeconds ?? 120
+    const requestTimeoutSeconds = options.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS
+    const maxDurationSeconds = options.maxDurationSeconds ??
+      (options.daily === true ? DEFAULT_MAX_DURATION_DAILY_SECONDS : DEFAULT_MAX_DURATION_SECONDS)
     const onProgress = options.onProgress ?? (() => {})
     const runId = randomBytes(4).toString("hex")
     const startedAt = new Date()
+    const selected = isSelected({ only: options.only, grep: options.grep })
 
     const keysOf = (plan: Plan) =>
       (options.keys?.[plan] ?? []).map((secret, index): ApiKey => ({ plan, secret, label: `${plan} key ${index + 1}` }))
@@ -261,95 +296,192 @@ export const suite = (options: SuiteOptions) =>
       })
     })
     const progress = (line: string) => onProgress(scrub(line))
+    const report = (result: CheckResult) => options.onResult?.(scrubResult(result))
 
-    const observations = makeObservations()
-    const reachable = yield* Effect.result(
-      probe({ baseUrl, requestTimeoutSeconds: REQUEST_TIMEOUT_SECONDS }, anonymous)
-    )
-    if (reachable._tag === "Failure") return yield* new Unreachable({ baseUrl, cause: reachable.failure })
-    // A 404 for the list of pets at a base URL without the version segment is a mistyped URL, not a finding.
-    if (reachable.success.status === 404 && !/\/v1$/.test(baseUrl)) {
-      return yield* new InvalidOptions({
-        message: `GET ${baseUrl}/pets answered 404: the base URL must include the version segment, e.g. ${baseUrl}/v1`
-      })
-    }
-    observations.observe(reachable.success)
-    const document = yield* loadDocument(baseUrl, options.openapi)
+    // What the run has checked so far, kept as it goes: a run stopped early still reports it.
+    const ledger = makeLedger()
+    let phases: ReadonlyArray<Phase> | undefined
+    let fuzzStats: () => SuiteResult["fuzz"] = () => undefined
+    let document: LoadedDocument | undefined
 
-    let pets = 0
-    const run: RunContext = {
-      baseUrl,
-      runId,
-      keys,
-      generalKey,
-      staffKey,
-      daily: options.daily ?? false,
-      maxWaitSeconds,
-      progress,
-      petName: () => `conformance-${runId}-${++pets}`,
-      hideSecret,
-      corsOrigin: options.corsOrigin
+    const finish = (incomplete?: SuiteResult["incomplete"]) => {
+      const results = phases === undefined ? [...ledger.results.values()] : inCatalogueOrder(phases, ledger.results)
+      const stats = fuzzStats()
+      return {
+        runId,
+        baseUrl,
+        startedAt: startedAt.toISOString(),
+        durationMs: Date.now() - startedAt.getTime(),
+        results: results.map(scrubResult),
+        summary: summarize(results),
+        complete: incomplete === undefined,
+        ...(incomplete === undefined ? {} : { incomplete }),
+        ...(stats === undefined ? {} : { fuzz: stats }),
+        ...(document?.url === undefined ? {} : {
+          openapi: { url: document.url, checked: document.tally().checked, broken: document.tally().broken }
+        })
+      } satisfies SuiteResult
     }
-    const http = yield* makeHttp({
-      baseUrl,
-      maxWaitSeconds,
-      requestTimeoutSeconds: REQUEST_TIMEOUT_SECONDS,
-      observe: (exchange) => {
-        observations.observe(exchange)
-        document.observe(exchange)
-      },
-      progress
+
+    /** Selected checks that have no result: of the run's phases, or of the catalogue when they were not built yet. */
+    const notRun = Effect.gen(function*() {
+      const all = phases === undefined ? yield* catalogue : phases.flatMap((phase) => phase.checks)
+      return all.filter((check) => selected(check) && !ledger.results.has(check.id)).length
     })
 
-    // Every key is tried once before any check, so that a mistyped or revoked key stops the run at once.
-    const refused = yield* Effect.forEach(
-      allKeys,
-      (key) =>
-        http.send({ path: "/pets?limit=1", credential: withKey(key), retryWhenLimited: false }).pipe(
-          Effect.map((exchange): ReadonlyArray<RefusedKey> =>
-            exchange.status === 401 || exchange.status === 403
-              ? [{ plan: key.plan, label: key.label, lastFour: lastFour(key.secret), status: exchange.status }]
-              : []
-          ),
-          Effect.catchTag("CheckFailed", (failed) => Effect.fail(new Unreachable({ baseUrl, cause: failed.received })))
-        ),
-      { concurrency: "unbounded" }
-    )
-    if (refused.flat().length > 0) return yield* new InvalidKeys({ refused: refused.flat() })
-
-    const seed = options.seed ?? randomBytes(4).readUInt32BE() >>> 1
-    const fuzz = yield* fuzzChecks(run, { requests: options.fuzz ?? DEFAULT_FUZZ_REQUESTS, seed })
-    const { phases, release } = yield* phasesOf(
-      run,
-      { fuzz: fuzz.checks, invariants: [...invariantChecks(observations.tally), documentCheck(document)] },
-      document,
-      options.webhooks
-    )
-
-    const results = yield* runPhases(
-      phases,
-      isSelected({ only: options.only, grep: options.grep }),
-      (result) => options.onResult?.(scrubResult(result))
-    ).pipe(Effect.ensuring(release), Effect.provideService(Http, http))
-
-    return {
-      runId,
-      baseUrl,
-      startedAt: startedAt.toISOString(),
-      durationMs: Date.now() - startedAt.getTime(),
-      results: results.map(scrubResult),
-      summary: summarize(results),
-      ...(fuzz.stats() === undefined ? {} : { fuzz: fuzz.stats()! }),
-      ...(document.url === undefined ? {} : {
-        openapi: { url: document.url, checked: document.tally().checked, broken: document.tally().broken }
+    /** A service that gives no HTTP answer before any check: one failure naming the cause, and nothing else runs. */
+    const answersNothing = (request: string, cause: string) =>
+      Effect.gen(function*() {
+        const result: CheckResult = {
+          id: "service.answers",
+          title: "the service answers HTTP at the base URL",
+          tag: "spec",
+          area: "service",
+          status: "fail",
+          failure: { request, expected: "an HTTP answer", received: cause },
+          durationMs: Date.now() - startedAt.getTime()
+        }
+        ledger.results.set(result.id, result)
+        report(result)
+        return finish({ reason: "the service gave no HTTP answer, so no check could run", notRun: yield* notRun })
       })
-    } satisfies SuiteResult
+
+    const run = Effect.gen(function*() {
+      const observations = makeObservations()
+      const reachable = yield* Effect.result(probe({ baseUrl, requestTimeoutSeconds }, anonymous))
+      if (reachable._tag === "Failure") {
+        // Nothing listening, or no such host, is a wrong URL; something that listens and gives no answer is a finding.
+        if (reachable.failure.nothingThere) {
+          return yield* new Unreachable({ baseUrl, cause: reachable.failure.message })
+        }
+        return yield* answersNothing(`GET ${baseUrl}/pets?limit=1 (no Authorization header)`, reachable.failure.message)
+      }
+      // A 404 for the list of pets at a base URL without the version segment is a mistyped URL, not a finding.
+      if (reachable.success.status === 404 && !/\/v1$/.test(baseUrl)) {
+        return yield* new InvalidOptions({
+          message: `GET ${baseUrl}/pets answered 404: the base URL must include the version segment, e.g. ${baseUrl}/v1`
+        })
+      }
+      observations.observe(reachable.success)
+      const loaded = yield* loadDocument(baseUrl, options.openapi)
+      document = loaded
+
+      let pets = 0
+      const context: RunContext = {
+        baseUrl,
+        runId,
+        keys,
+        generalKey,
+        staffKey,
+        daily: options.daily ?? false,
+        maxWaitSeconds,
+        progress,
+        petName: () => `conformance-${runId}-${++pets}`,
+        hideSecret,
+        corsOrigin: options.corsOrigin
+      }
+      const http = yield* makeHttp({
+        baseUrl,
+        maxWaitSeconds,
+        requestTimeoutSeconds,
+        observe: (exchange) => {
+          observations.observe(exchange)
+          loaded.observe(exchange)
+        },
+        progress
+      })
+
+      // Every key is tried once before any check, so that a mistyped or revoked key stops the run at once.
+      const tried = yield* Effect.forEach(
+        allKeys,
+        (key) =>
+          http.send({ path: "/pets?limit=1", credential: withKey(key), retryWhenLimited: false }).pipe(
+            Effect.map((exchange) =>
+              exchange.status === 401 || exchange.status === 403
+                ? {
+                  refused: { plan: key.plan, label: key.label, lastFour: lastFour(key.secret), status: exchange.status }
+                }
+                : {}
+            ),
+            Effect.catchTag("CheckFailed", (failed) => Effect.succeed({ unanswered: failed }))
+          ),
+        { concurrency: "unbounded" }
+      )
+      const unanswered = tried.find((outcome) => "unanswered" in outcome)
+      if (unanswered !== undefined && "unanswered" in unanswered) {
+        return yield* answersNothing(unanswered.unanswered.request ?? "", unanswered.unanswered.received)
+      }
+      const refused = tried.flatMap((outcome) => "refused" in outcome ? [outcome.refused] : [])
+      if (refused.length > 0) return yield* new InvalidKeys({ refused })
+
+      const seed = options.seed ?? randomBytes(4).readUInt32BE() >>> 1
+      const fuzz = yield* fuzzChecks(context, { requests: options.fuzz ?? DEFAULT_FUZZ_REQUESTS, seed })
+      fuzzStats = fuzz.stats
+      const built = yield* phasesOf(
+        context,
+        { fuzz: fuzz.checks, invariants: [...invariantChecks(observations.tally), documentCheck(loaded)] },
+        loaded,
+        options.webhooks
+      )
+      phases = built.phases
+
+      yield* runPhases(
+        built.phases,
+        selected,
+        report,
+        {
+          seconds: options.checkTimeoutSeconds ?? DEFAULT_CHECK_TIMEOUT_SECONDS,
+          requests: options.maxRequestsPerCheck ?? DEFAULT_MAX_REQUESTS_PER_CHECK
+        },
+        ledger
+      ).pipe(Effect.ensuring(built.release), Effect.provideService(Http, http))
+      return finish()
+    })
+
+    const deadline: Effect.Effect<Stop> = Effect.as(Effect.sleep(maxDurationSeconds * 1000), {
+      _tag: "Deadline",
+      seconds: maxDurationSeconds
+    })
+    const stopped = options.stop === undefined
+      ? deadline
+      : Effect.raceFirst(deadline, Effect.map(options.stop, (reason): Stop => ({ _tag: "Signal", reason })))
+    const outcome = yield* Effect.raceFirst(
+      Effect.map(run, (result) => ({ _tag: "Done" as const, result })),
+      stopped
+    )
+    if (outcome._tag === "Done") return outcome.result
+
+    // Stopped: the checks that were running are interrupted (their requests cancelled); the deadline fails them.
+    if (outcome._tag === "Deadline") {
+      for (const { check, startedAt: checkStarted } of ledger.running.values()) {
+        const result: CheckResult = {
+          id: check.id,
+          title: check.title,
+          tag: check.tag,
+          area: check.area,
+          status: "fail",
+          failure: {
+            expected: `the run to end within --max-duration (${formatSeconds(outcome.seconds)})`,
+            received: "this check was still running when that time ran out: the service was too slow, or kept it " +
+              "waiting (a longer --max-duration gives it more time)"
+          },
+          durationMs: Date.now() - checkStarted
+        }
+        ledger.results.set(check.id, result)
+        report(result)
+      }
+    }
+    const reason = outcome._tag === "Deadline"
+      ? `--max-duration (${formatSeconds(outcome.seconds)}) ran out`
+      : outcome.reason
+    return finish({ reason, notRun: yield* notRun })
   })
 
 /**
  * Runs the conformance suite against `options.baseUrl`. Resolves with every
- * selected check's result; rejects with `Unreachable` when the base URL gives
- * no HTTP answer, with `InvalidOptions` for options it cannot use (no key, a
+ * selected check's result (an incomplete run, stopped by `maxDurationSeconds`,
+ * `stop` or a service that gives no answer, with what it checked); rejects with
+ * `Unreachable` when nothing listens at the base URL, with `InvalidOptions` for options it cannot use (no key, a
  * key given twice) and with `InvalidKeys` when the service refuses a key.
  */
 export const runSuite = async (options: SuiteOptions): Promise<SuiteResult> => {

@@ -10,7 +10,9 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from "node:zlib"
  * Node's defaults); a client whose event loop lags past that still holds the connection as idle, sends its next
  * request on it, and gets a reset before any answer. Nothing reached the service, so a request that is safe to
  * repeat is sent once more, on a new connection, as HTTP clients do (RFC 9110 §9.2.2; Go's and Node's own
- * documented practice). Anything else is reported as it happened, naming the cause.
+ * documented practice). A request that is not safe to repeat never takes that chance: it goes out on a
+ * connection of its own (a POST on a reused connection was reset at load 22, and could not be repeated).
+ * Anything else is reported as it happened, naming the cause.
  */
 
 export interface WireRequest {
@@ -28,8 +30,24 @@ export interface WireResponse {
   readonly text: string
 }
 
+/**
+ * The largest body the suite reads (decoded). Nothing the API answers comes near it; a service that sends more
+ * (an endless stream, a decompression bomb) would otherwise fill the suite's memory, so the answer counts as broken.
+ */
+export const MAX_BODY_BYTES = 8 * 1024 * 1024
+
 /** Thrown when the network gives no HTTP answer at all; the message names the cause. */
-export class TransportError extends Error {}
+export class TransportError extends Error {
+  /** Nothing listens at the address, or the host does not resolve: a wrong URL rather than a broken service. */
+  readonly nothingThere: boolean
+  constructor(message: string, nothingThere = false) {
+    super(message)
+    this.nothingThere = nothingThere
+  }
+}
+
+/** Errors that mean no service was reached at all. */
+const NOTHING_THERE = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"])
 
 /** Safe methods (RFC 9110 §9.2.1): repeating one cannot change what the service holds, nor what a check sees. */
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS", "TRACE"])
@@ -56,14 +74,15 @@ const CAUSES: Readonly<Record<string, string>> = {
 
 /** Bodies come back decoded, as a browser's or fetch's would, whatever `Content-Encoding` the service chose. */
 const decode = (body: Buffer, encoding: string | undefined): Buffer => {
+  const bounded = { maxOutputLength: MAX_BODY_BYTES }
   switch (encoding?.trim().toLowerCase()) {
     case "gzip":
     case "x-gzip":
-      return gunzipSync(body)
+      return gunzipSync(body, bounded)
     case "deflate":
-      return inflateSync(body)
+      return inflateSync(body, bounded)
     case "br":
-      return brotliDecompressSync(body)
+      return brotliDecompressSync(body, bounded)
     default:
       return body
   }
@@ -75,6 +94,12 @@ const headersOf = (response: IncomingMessage): Headers => {
     headers.append(response.rawHeaders[i]!, response.rawHeaders[i + 1]!)
   }
   return headers
+}
+
+class TooLarge extends Error {
+  override readonly message = `the body is over ${
+    MAX_BODY_BYTES / 1024 / 1024
+  } MiB (decoded), more than the suite reads`
 }
 
 type Attempt =
@@ -101,12 +126,24 @@ const attempt = (wire: WireRequest, url: URL, fresh: boolean): Promise<Attempt> 
     request.once("socket", () => {
       reused = request.reusedSocket
     })
-    request.once("error", (error: Error & { code?: string }) => resolve({ _tag: "Failed", error, reused, answered }))
+    const fail = (error: Error & { code?: string }) => resolve({ _tag: "Failed", error, reused, answered })
+    request.on("error", fail)
+    // A timeout or cancellation while the body trickles in ends the answer too, not only the wait for its head.
+    wire.signal.addEventListener("abort", () => fail(new Error("aborted")), { once: true })
     request.once("response", (response) => {
       answered = true
       const chunks: Array<Buffer> = []
-      response.on("data", (chunk: Buffer) => chunks.push(chunk))
-      response.once("error", (error: Error & { code?: string }) => resolve({ _tag: "Failed", error, reused, answered }))
+      let received = 0
+      response.on("data", (chunk: Buffer) => {
+        received += chunk.length
+        if (received > MAX_BODY_BYTES) {
+          fail(new TooLarge())
+          request.destroy()
+          return
+        }
+        chunks.push(chunk)
+      })
+      response.on("error", fail)
       response.once("end", () => {
         try {
           const body = decode(Buffer.concat(chunks), response.headers["content-encoding"])
@@ -120,7 +157,7 @@ const attempt = (wire: WireRequest, url: URL, fresh: boolean): Promise<Attempt> 
             }
           })
         } catch (error) {
-          resolve({ _tag: "Failed", error: error as Error, reused, answered })
+          fail((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE" ? new TooLarge() : error as Error)
         }
       })
     })
@@ -132,22 +169,31 @@ const describeFailure = (wire: WireRequest, failed: Extract<Attempt, { _tag: "Fa
     const reason = wire.signal.reason as { name?: string } | undefined
     return reason?.name === "TimeoutError" ? "no answer in time (the request timed out)" : "the request was cancelled"
   }
+  if (failed.error instanceof TooLarge) return failed.error.message
   const code = failed.error.code
   const cause = code === undefined ? failed.error.message : `${CAUSES[code] ?? failed.error.message} (${code})`
   if (failed.answered) return `the answer broke off: ${cause}`
   if (retried) return `${cause}, on a new connection too (the first try was on a reused keep-alive connection)`
   if (!failed.reused) return cause
-  return `${cause}, on a reused keep-alive connection; ${wire.method} is not safe to repeat, so it was not sent again`
+  return `${cause}, on a reused keep-alive connection`
 }
 
-/** Sends one request; a safe one that a reused connection lost before any answer is sent once more. */
+/**
+ * Sends one request; a safe one that a reused connection lost before any answer is sent once more, and one that
+ * is not safe to repeat takes a connection of its own.
+ */
 export const send = async (wire: WireRequest): Promise<WireResponse> => {
   const url = new URL(wire.url)
-  const first = await attempt(wire, url, false)
+  const first = await attempt(wire, url, !SAFE_METHODS.has(wire.method.toUpperCase()))
   if (first._tag === "Answered") return first.response
   const repeatable = first.reused && !first.answered && !wire.signal.aborted &&
     CLOSED_BEFORE_ANSWER.has(first.error.code ?? "") && SAFE_METHODS.has(wire.method.toUpperCase())
-  if (!repeatable) throw new TransportError(describeFailure(wire, first, false))
+  if (!repeatable) {
+    throw new TransportError(
+      describeFailure(wire, first, false),
+      !wire.signal.aborted && NOTHING_THERE.has(first.error.code ?? "")
+    )
+  }
   const second = await attempt(wire, url, true)
   if (second._tag === "Answered") return second.response
   throw new TransportError(describeFailure(wire, second, true))

@@ -24,4 +24,4 @@ const program = Effect.gen(function*() {
   yield* Console.log(usage)
 })
 
-program.pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)
+await program.pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)

@@ -29,7 +29,7 @@ const PetstoreLive = Layer.unwrap(Effect.gen(function*() {
   return PetstoreClient.layer({ baseUrl, apiKey })
 }))
 
-program.pipe(
+await program.pipe(
   Effect.provide(PetstoreLive.pipe(Layer.provide(FetchHttpClient.layer))),
   Effect.runPromise
 )

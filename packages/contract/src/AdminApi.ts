@@ -1,27 +1,15 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { InvalidRequest, NotFound } from "./ApiError.ts"
+import { ApiKeyId, KeyRole } from "./Keys.ts"
 import { displayName } from "./Names.ts"
-import { WebhookEndpoint } from "./EventsApi.ts"
 import { AdminAuth, RequestValidation } from "./Middleware.ts"
 import { Plan, QuotaLimits } from "./Plan.ts"
 import { KeyUsage } from "./RateLimit.ts"
-
-export const ApiKeyId = Schema.String.check(
-  Schema.isPattern(/^key_[0-9a-z]{16}$/, { expected: "an API key id such as key_0123456789abcdef" })
-)
-export type ApiKeyId = typeof ApiKeyId.Type
+import { WebhookEndpoint } from "./WebhookEndpoints.ts"
 
 /** A key's name, a label for people: README "What a name may hold" (Names.ts), up to 200 characters. */
 export const ApiKeyName = displayName(200, "A label for the key, shown to operators.", ["ci bot"])
-
-/**
- * What a key may do with orders: a `customer` (the default, and every key
- * issued before roles existed) places, lists, reads and cancels its own
- * orders; `staff` reads, cancels and delivers any order, and deletes pets.
- */
-export const KeyRole = Schema.Literals(["customer", "staff"]).annotate({ identifier: "KeyRole" })
-export type KeyRole = typeof KeyRole.Type
 
 export const CreateKeyRequest = Schema.Struct({
   plan: Plan,

@@ -34,9 +34,13 @@ export type ErrorCode = typeof ErrorCode.Type
 
 export const ErrorDetail = Schema.Struct({
   path: Schema.String.annotate({
-    description: "Where the problem is: the request part, then the field, e.g. body.name, query.limit, path.petId"
+    description: "Where the problem is: the request part, then the field, e.g. body.name, query.limit, path.petId",
+    examples: ["body.name"]
   }),
-  message: Schema.String.annotate({ description: "What is wrong with it" })
+  message: Schema.String.annotate({
+    description: "What is wrong with it",
+    examples: ["Expected a name of 1 to 100 characters"]
+  })
 }).annotate({ identifier: "ErrorDetail", description: "One offending field of a 400" })
 export type ErrorDetail = typeof ErrorDetail.Type
 

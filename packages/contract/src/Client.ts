@@ -3,10 +3,11 @@ import { HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { AdminApi } from "./AdminApi.ts"
 import type { Event } from "./Event.ts"
-import { type ListEventsQuery, NewWebhookEndpoint, WebhookEndpointPatch } from "./EventsApi.ts"
+import type { ListEventsQuery } from "./EventsApi.ts"
 import { NewOrder, type Order, type OrderId } from "./Order.ts"
 import { NewPet, type Pet, type PetId, PetPatch } from "./Pet.ts"
 import { type ListOrdersQuery, type ListPetsQuery, PetstoreApi } from "./PetstoreApi.ts"
+import { NewWebhookEndpoint, WebhookEndpointPatch } from "./WebhookEndpoints.ts"
 
 /** The contract's paths carry `/v1` already, so a base URL that ends in it is taken back to its origin. */
 const originOf = (baseUrl: string) => baseUrl.replace(/\/+$/, "").replace(/\/v1$/, "")

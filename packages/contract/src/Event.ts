@@ -46,8 +46,11 @@ export const WebhookTestEvent = Schema.Struct({
   type: Schema.Literal("webhook.test"),
   timestamp: EventTimestamp,
   data: Schema.Struct({
-    endpointId: Schema.String,
-    message: Schema.String
+    endpointId: Schema.String.annotate({
+      description: "The endpoint the test was sent to",
+      examples: ["ep_0c5b2f1e9d8a4b7c6e5f4a3b2c1d0e9f"]
+    }),
+    message: Schema.String.annotate({ examples: ["A test event, sent on request"] })
   })
 }).annotate({
   identifier: "WebhookTestEvent",

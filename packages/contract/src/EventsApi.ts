@@ -1,11 +1,21 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { InvalidRequest, NotFound, ServiceUnavailable } from "./ApiError.ts"
-import { EventId, Events, EventType } from "./Event.ts"
+import { Events, EventType } from "./Event.ts"
 import { ApiKeyAuth, RequestValidation } from "./Middleware.ts"
 import { describeParameters } from "./OpenApiDocument.ts"
-import { DecimalId } from "./Pet.ts"
+import { DECIMAL_SPELLING, DecimalId } from "./Pet.ts"
 import { betaOperation, Stability } from "./Versioning.ts"
+import {
+  CreatedWebhookEndpoint,
+  NewWebhookEndpoint,
+  QueuedDelivery,
+  RotatedWebhookSecret,
+  WebhookAttempts,
+  WebhookEndpoint,
+  WebhookEndpointId,
+  WebhookEndpointPatch
+} from "./WebhookEndpoints.ts"
 
 export const DEFAULT_EVENT_PAGE_SIZE = 20
 export const MAX_EVENT_PAGE_SIZE = 100
@@ -13,22 +23,58 @@ export const MAX_EVENT_PAGE_SIZE = 100
 /** A key may register this many webhook endpoints. */
 export const MAX_WEBHOOK_ENDPOINTS = 10
 
-const Timestamp = Schema.String.annotate({ format: "date-time", examples: ["2026-11-25T09:30:00.000Z"] })
+export const EventPageSize = DecimalId.check(Schema.isBetween({ minimum: 1, maximum: MAX_EVENT_PAGE_SIZE }, {
+  expected: `an integer from 1 to ${MAX_EVENT_PAGE_SIZE}`
+})).annotate({ default: DEFAULT_EVENT_PAGE_SIZE })
+
+/** Hexadecimal of each byte of an ASCII text: how the events cursor spells its fixed parts. */
+const hexOf = (text: string) =>
+  Array.from(text, (character) => character.charCodeAt(0).toString(16).padStart(2, "0")).join("")
+const HEX_DIGIT_BYTE = "3[0-9]"
+const HEX_NONZERO_DIGIT_BYTE = "3[1-9]"
+
+/**
+ * The cursors this version issues, as a pattern: lowercase hexadecimal of
+ * `events:<tx>.<seq>`, the last event's position (its transaction id, up to 19
+ * digits, and its order of writing, up to 15), each without a leading zero
+ * (`encodeEventCursor` in the server). Hexadecimal keeps one byte to two
+ * characters, so the pattern says exactly what is issued; the server refuses
+ * any other value, except the base64url cursors of earlier versions.
+ */
+export const EVENT_CURSOR_PATTERN = new RegExp(
+  `^${hexOf("events:")}${HEX_NONZERO_DIGIT_BYTE}(?:${HEX_DIGIT_BYTE}){0,18}${hexOf(".")}` +
+    `${HEX_NONZERO_DIGIT_BYTE}(?:${HEX_DIGIT_BYTE}){0,14}$`,
+  "u"
+)
 
 export const ListEventsQuery = Schema.Struct({
-  limit: Schema.optionalKey(
-    DecimalId.check(Schema.isBetween({ minimum: 1, maximum: MAX_EVENT_PAGE_SIZE }, {
-      expected: `an integer from 1 to ${MAX_EVENT_PAGE_SIZE}`
-    })).annotate({
-      description: `Maximum number of events returned, 1–${MAX_EVENT_PAGE_SIZE} (default ${DEFAULT_EVENT_PAGE_SIZE})`
-    })
-  ),
+  limit: Schema.optionalKey(EventPageSize.annotate({
+    description: `Maximum number of events returned, 1–${MAX_EVENT_PAGE_SIZE} (default ${DEFAULT_EVENT_PAGE_SIZE})`
+  })),
   type: Schema.optionalKey(EventType),
-  cursor: Schema.optionalKey(
-    Schema.String.check(Schema.isPattern(/^[A-Za-z0-9_-]{1,64}$/u)).annotate({
-      description: "Opaque position from a previous page's `Link: <…>; rel=\"next\"` header"
-    })
-  )
+  cursor: Schema.optionalKey(Schema.String.annotate({
+    description: "Opaque position from a previous page's `Link: <…>; rel=\"next\"` header"
+  }))
+})
+
+/** `limit` and `cursor` described by value in the OpenAPI document, where Effect would show strings. */
+const listEventsParameters = describeParameters({
+  limit: {
+    value: Schema.toType(EventPageSize),
+    description: `Maximum number of events returned, 1–${MAX_EVENT_PAGE_SIZE} (default ${DEFAULT_EVENT_PAGE_SIZE}). ` +
+      `${DECIMAL_SPELLING}.`
+  },
+  cursor: {
+    value: Schema.String.check(Schema.isPattern(EVENT_CURSOR_PATTERN)),
+    description: "Where the page starts: copy it from the previous page's `Link: <…>; rel=\"next\"` URL, or keep " +
+      "the one that led to the last page to read on later. Leave it out for the first page. Treat it as opaque: the " +
+      "pattern shows the cursors this version issues, so that schema-driven tools can make valid ones; any other " +
+      "value is 400.",
+    offByDefault: {
+      summary: "A cursor from a Link header (leave it out for the first page)",
+      value: "6576656e74733a3734312e3132"
+    }
+  }
 })
 
 const listEvents = HttpApiEndpoint.get("listEvents", "/events", {
@@ -36,7 +82,8 @@ const listEvents = HttpApiEndpoint.get("listEvents", "/events", {
   success: HttpApiSchema.WithHeaders(Events, {
     link: Schema.optionalKey(Schema.String.annotate({
       description: "`<url>; rel=\"next\"` on every page: after its last event, or on an empty page (the end of " +
-        "the log for now) the same query again, so a poller follows it whether or not more events follow yet"
+        "the log for now) the same query again, so a poller follows it whether or not more events follow yet",
+      examples: ["<https://pets.example.com/v1/events?limit=20&cursor=6576656e74733a3734312e3132>; rel=\"next\""]
     }))
   }),
   error: ServiceUnavailable
@@ -46,7 +93,8 @@ const listEvents = HttpApiEndpoint.get("listEvents", "/events", {
   description: "The caller's events, oldest first, a page at a time (keyset pagination through the `Link` header, " +
     "as `GET /pets`): every pet event, the caller's own order events (a staff key: every order's). " +
     "Kept 30 days. An event is listed once every transaction that began before it has ended, so a cursor never " +
-    "skips an event that commits late."
+    "skips an event that commits late.",
+  transform: listEventsParameters
 }))
 
 export class EventsGroup extends HttpApiGroup.make("events")
@@ -55,103 +103,6 @@ export class EventsGroup extends HttpApiGroup.make("events")
   .middleware(ApiKeyAuth)
   .annotate(OpenApi.Description, "What happened to pets and orders, as a log to read or webhooks to receive (beta)")
 {}
-
-export const WebhookEndpointId = Schema.String.check(Schema.isPattern(/^ep_[0-9a-f]{32}$/u)).annotate({
-  description: "Unique identifier of the webhook endpoint",
-  examples: ["ep_0c5b2f1e9d8a4b7c6e5f4a3b2c1d0e9f"]
-})
-
-export const WebhookSecret = Schema.String.check(Schema.isPattern(/^whsec_[A-Za-z0-9+/]{32}$/u)).annotate({
-  description: "The signing secret (Standard Webhooks): `whsec_` and 24 random bytes in base64. " +
-    "Shown once, when created or rotated.",
-  examples: ["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]
-})
-
-export const WebhookUrl = Schema.String.check(
-  Schema.isPattern(/^https?:\/\/[^\s]+$/iu, { expected: "an http(s) URL" }),
-  Schema.isMaxLength(2048, { expected: "a URL of at most 2048 characters" })
-).annotate({
-  description: "Where deliveries are POSTed. `https` only, unless the operator allows `http`; addresses in loopback, " +
-    "private, link-local or metadata ranges are refused, unless the operator allows them.",
-  examples: ["https://example.com/webhooks/petstore"]
-})
-
-const EventTypes = Schema.Array(EventType).check(Schema.isMaxLength(16)).annotate({
-  description: "The event types sent to this endpoint; empty or left out: every type"
-})
-
-const Description = Schema.String.check(Schema.isMaxLength(500, { expected: "at most 500 characters" })).annotate({
-  description: "What the endpoint is for, up to 500 characters"
-})
-
-export const WebhookEndpoint = Schema.Struct({
-  id: WebhookEndpointId,
-  url: Schema.String,
-  description: Schema.String,
-  eventTypes: Schema.Array(EventType),
-  enabled: Schema.Boolean.annotate({
-    description:
-      "Whether events are delivered. Disabled by its key, or by the service: after 5 days of failures, or on 410 Gone"
-  }),
-  disabledReason: Schema.NullOr(Schema.String).annotate({ description: "Why the service disabled it, if it did" }),
-  createdAt: Timestamp,
-  updatedAt: Timestamp
-}).annotate({ identifier: "WebhookEndpoint", description: "A URL that receives this key's events, signed" })
-export type WebhookEndpoint = typeof WebhookEndpoint.Type
-
-export const CreatedWebhookEndpoint = Schema.Struct({
-  ...WebhookEndpoint.fields,
-  secret: WebhookSecret
-}).annotate({
-  identifier: "CreatedWebhookEndpoint",
-  description: "A new endpoint, with its signing secret: shown this once"
-})
-
-export const NewWebhookEndpoint = Schema.Struct({
-  url: WebhookUrl,
-  eventTypes: Schema.optionalKey(EventTypes),
-  description: Schema.optionalKey(Description)
-}).annotate({ identifier: "NewWebhookEndpoint", description: "An endpoint to register" })
-export type NewWebhookEndpoint = typeof NewWebhookEndpoint.Type
-
-export const WebhookEndpointPatch = Schema.Struct({
-  url: Schema.optionalKey(WebhookUrl),
-  eventTypes: Schema.optionalKey(EventTypes),
-  description: Schema.optionalKey(Description),
-  enabled: Schema.optionalKey(Schema.Boolean.annotate({ description: "`false` stops deliveries; `true` resumes them" }))
-}).annotate({
-  identifier: "WebhookEndpointPatch",
-  description: "The fields to change; those left out keep their value"
-})
-export type WebhookEndpointPatch = typeof WebhookEndpointPatch.Type
-
-export const RotatedWebhookSecret = Schema.Struct({
-  secret: WebhookSecret,
-  previousSecretExpiresAt: Timestamp.annotate({
-    description: "Until then deliveries carry signatures with both secrets (24 hours)"
-  })
-}).annotate({ identifier: "RotatedWebhookSecret" })
-
-export const WebhookAttempt = Schema.Struct({
-  eventId: EventId,
-  attempt: Schema.Int.annotate({ description: "1 for the first attempt of this event at this endpoint" }),
-  attemptedAt: Timestamp,
-  outcome: Schema.Literals(["succeeded", "failed"]),
-  statusCode: Schema.NullOr(Schema.Int).annotate({ description: "The receiver's HTTP status; null when none came" }),
-  latencyMs: Schema.Int,
-  error: Schema.NullOr(Schema.String).annotate({ description: "Why it failed, when it did" }),
-  nextAttemptAt: Schema.NullOr(Timestamp).annotate({ description: "When it is tried again; null when it is not" })
-}).annotate({ identifier: "WebhookAttempt", description: "One delivery attempt of one event to one endpoint" })
-
-export const WebhookAttempts = Schema.Array(WebhookAttempt).annotate({
-  identifier: "WebhookAttempts",
-  description: "The latest 100 attempts, newest first"
-})
-
-export const QueuedDelivery = Schema.Struct({ eventId: EventId }).annotate({
-  identifier: "QueuedDelivery",
-  description: "The event queued for delivery to the endpoint"
-})
 
 const endpointParams = { endpointId: WebhookEndpointId }
 
@@ -288,12 +239,25 @@ export class WebhooksGroup extends HttpApiGroup.make("webhooks")
 {}
 
 const signedHeaders = [
-  ["webhook-id", "The event's id: the same on every attempt, so receivers can drop duplicates"],
-  ["webhook-timestamp", "Seconds since the Unix epoch when this attempt was signed; refuse it when far from now"],
+  [
+    "webhook-id",
+    "The event's id: the same on every attempt, so receivers can drop duplicates",
+    { type: "string", pattern: "^evt_[0-9a-f]{32}$", examples: ["evt_2f6c0e1b9a8d4c7e8f1a2b3c4d5e6f70"] }
+  ],
+  [
+    "webhook-timestamp",
+    "Seconds since the Unix epoch when this attempt was signed; refuse it when far from now",
+    { type: "string", pattern: "^[0-9]{1,12}$", examples: ["1795305600"] }
+  ],
   [
     "webhook-signature",
     "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed with the " +
-    "base64-decoded part of the secret after `whsec_`; several, space-separated, while a rotated secret overlaps"
+    "base64-decoded part of the secret after `whsec_`; several, space-separated, while a rotated secret overlaps",
+    {
+      type: "string",
+      pattern: "^v1,[A-Za-z0-9+/]{43}=(?: v1,[A-Za-z0-9+/]{43}=)*$",
+      examples: ["v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="]
+    }
   ]
 ] as const
 
@@ -307,17 +271,20 @@ export const documentWebhooks = (spec: Record<string, any>): Record<string, any>
   const webhooks = Object.fromEntries(EventType.literals.map((type) => [type, {
     post: {
       operationId: `${type.replace(/\.(.)/u, (_, c: string) => c.toUpperCase())}Webhook`,
-      summary: `The \`${type}\` event, delivered`,
+      // A summary is plain text (OpenAPI): documentation pages show backticks as they are.
+      summary: `The ${type} event, delivered`,
+      // Under the webhooks tag, beside the operations that manage endpoints: one section for webhooks.
+      tags: ["webhooks"],
       description: "Signed as Standard Webhooks specifies. Answer 2xx within 15 seconds; anything else, a redirect " +
         "included, is retried (immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h, jittered). " +
         "410 disables the endpoint; 429 and 502–504 may say `Retry-After`.",
       "x-stability": "beta",
-      parameters: signedHeaders.map(([name, description]) => ({
+      parameters: signedHeaders.map(([name, description, schema]) => ({
         name,
         in: "header",
         required: true,
         description,
-        schema: { type: "string" }
+        schema
       })),
       requestBody: {
         required: true,

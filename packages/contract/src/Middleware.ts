@@ -1,7 +1,7 @@
 import { Context } from "effect"
-import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import type { ApiKeyId, KeyRole } from "./AdminApi.ts"
+import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { InvalidRequest, PayloadTooLarge, RateLimited, Unauthorized, UnsupportedMediaType } from "./ApiError.ts"
+import type { ApiKeyId, KeyRole } from "./Keys.ts"
 import type { Plan } from "./Plan.ts"
 
 /**
@@ -11,6 +11,17 @@ import type { Plan } from "./Plan.ts"
  * "bearer" exactly, and take anything else for HTTP Basic.
  */
 const bearer = HttpApiSecurity.http({ scheme: "bearer" })
+
+/**
+ * The public API's scheme, named for what it is (`bearerAuth`): documentation pages offer a scheme by its
+ * name, and the docs page preselects it, so that a reader pastes a key and sends.
+ */
+export const API_KEY_SECURITY_SCHEME = "bearerAuth" satisfies keyof typeof ApiKeyAuth.security
+
+const apiKeyBearer = bearer.pipe(HttpApiSecurity.annotate(
+  OpenApi.Description,
+  "An API key (`psk_…`), sent as `Authorization: Bearer <API_KEY>`. The operator issues keys through the admin API."
+))
 
 /** The API key an operation is called with: what `ApiKeyAuth` provides to every operation it guards. */
 export class CurrentApiKey extends Context.Service<CurrentApiKey, {
@@ -26,7 +37,7 @@ export class CurrentApiKey extends Context.Service<CurrentApiKey, {
  */
 export class ApiKeyAuth
   extends HttpApiMiddleware.Service<ApiKeyAuth, { provides: CurrentApiKey }>()("@petstore/contract/ApiKeyAuth", {
-    security: { apiKey: bearer },
+    security: { bearerAuth: apiKeyBearer },
     error: [Unauthorized, RateLimited]
   })
 {}

@@ -19,7 +19,8 @@ const FORBIDDEN = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u
 const INVISIBLE = /^[\p{White_Space}\p{Default_Ignorable_Code_Point}\u2800]*$/u
 
 /** What `String.prototype.trim` removes: ECMAScript's WhiteSpace and LineTerminator, spelled out so every regex dialect reads them alike. */
-const TRIMMED = String.raw`\t\n\u000b\u000c\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff`
+export const TRIMMED_WHITESPACE = String
+  .raw`\t\n\u000b\u000c\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff`
 
 const hex = (code: number) => `\\u${code.toString(16).padStart(4, "0")}`
 
@@ -50,9 +51,9 @@ const FORBIDDEN_IN_BMP = (() => {
  */
 const asSent = (maxLength: number) =>
   new RegExp(
-    `^[${TRIMMED}]*[^${TRIMMED}${FORBIDDEN_IN_BMP}](?:[^${FORBIDDEN_IN_BMP}]{0,${
+    `^[${TRIMMED_WHITESPACE}]*[^${TRIMMED_WHITESPACE}${FORBIDDEN_IN_BMP}](?:[^${FORBIDDEN_IN_BMP}]{0,${
       maxLength - 2
-    }}[^${TRIMMED}${FORBIDDEN_IN_BMP}])?[${TRIMMED}]*$`,
+    }}[^${TRIMMED_WHITESPACE}${FORBIDDEN_IN_BMP}])?[${TRIMMED_WHITESPACE}]*$`,
     "u"
   )
 

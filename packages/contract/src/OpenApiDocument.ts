@@ -43,7 +43,7 @@ export interface DocumentedParameter {
    * every value has consequences (a cursor, an idempotency key), where an
    * empty one would be refused.
    */
-  readonly offByDefault?: { readonly summary: string; readonly value: string }
+  readonly offByDefault?: { readonly summary: string; readonly value?: string }
 }
 
 /**
@@ -67,7 +67,7 @@ export const describeParameters =
           examples: {
             [parameter.name]: {
               summary: documented.offByDefault.summary,
-              value: documented.offByDefault.value,
+              ...(documented.offByDefault.value === undefined ? {} : { value: documented.offByDefault.value }),
               "x-disabled": true
             }
           }
@@ -104,9 +104,17 @@ export interface DocumentRules {
   readonly headerNames: Readonly<Record<string, string>>
   /** Reusable header definitions, put under `components.headers`. */
   readonly headers: Readonly<Record<string, DocumentedHeader>>
-  /** Which headers an answer carries, all required: by status (`"*"` for every answer), and by operation. */
-  readonly headersOf: (operationId: string, status: number, operation: Json) => ReadonlyArray<string>
+  /** When an answer may lack a header, by a short name: `X-RateLimit-Limit.beforeAnyRoute` is that header, optional. */
+  readonly absences: Readonly<Record<string, string>>
+  /**
+   * Which headers an answer carries, by operation and status: a name is a header every such answer has
+   * (required); `{ name, absentWhen }` one that such an answer may lack, `absentWhen` naming one of `absences`.
+   */
+  readonly headersOf: (operationId: string, status: number, operation: Json) => ReadonlyArray<EdgeHeader>
 }
+
+/** A header of an answer: always sent, or sent except in the case `absentWhen` names. */
+export type EdgeHeader = string | { readonly name: string; readonly absentWhen: string }
 
 const isErrorStatus = (status: string) => Number(status) >= 400
 
@@ -143,6 +151,7 @@ export const documentApi = (rules: DocumentRules) => (spec: Json): Json => {
     return { $ref: errorRef }
   }
 
+  const optional = new Map<string, { readonly name: string; readonly absentWhen: string }>()
   const paths: Json = {}
   for (const [path, item] of Object.entries(spec.paths as Json)) {
     if (!path.startsWith(`${rules.basePath}/`)) throw new Error(`documentApi: ${path} is not under ${rules.basePath}`)
@@ -160,9 +169,13 @@ export const documentApi = (rules: DocumentRules) => (spec: Json): Json => {
           Object.entries((response.headers ?? {}) as Json).map(([name, header]) => [headerName(name), header])
         )
         const edge = Object.fromEntries(
-          rules.headersOf(operation.operationId, Number(status), operation).map((
-            name
-          ) => [name, { $ref: `#/components/headers/${name}` }])
+          rules.headersOf(operation.operationId, Number(status), operation).map((header) => {
+            if (typeof header === "string") return [header, { $ref: `#/components/headers/${header}` }]
+            // A reference cannot say `required: false`: a header that may be absent has a definition of its own.
+            const component = `${header.name}.${header.absentWhen}`
+            optional.set(component, header)
+            return [header.name, { $ref: `#/components/headers/${component}` }]
+          })
         )
         const headers = { ...edge, ...generated }
         responses[status] = {
@@ -184,12 +197,26 @@ export const documentApi = (rules: DocumentRules) => (spec: Json): Json => {
   for (const name of replaced) {
     if (!text.includes(`"#/components/schemas/${name}"`)) delete schemas[name]
   }
-  const headers = Object.fromEntries(
-    Object.entries(rules.headers).map(([name, header]) => [
+  const documented = (name: string) => {
+    const header = rules.headers[name]
+    if (header === undefined) throw new Error(`documentApi: no header ${name}`)
+    return header
+  }
+  const headers = Object.fromEntries([
+    ...Object.entries(rules.headers).map(([name, header]) => [
       name,
       { description: header.description, required: true, schema: jsonSchemaOf(header.schema) }
-    ])
-  )
+    ]),
+    ...[...optional].sort(([a], [b]) => a.localeCompare(b)).map(([component, { name, absentWhen }]) => {
+      const absence = rules.absences[absentWhen]
+      if (absence === undefined) throw new Error(`documentApi: no absence ${absentWhen}`)
+      return [component, {
+        description: `${documented(name).description}. Absent ${absence}`,
+        required: false,
+        schema: jsonSchemaOf(documented(name).schema)
+      }]
+    })
+  ])
   const { openapi, info, servers, tags, security, components, ...rest } = spec
   return {
     openapi,

@@ -73,7 +73,8 @@ export type NewPet = typeof NewPet.Type
 export const Pet = Schema.Struct({
   id: PetId,
   name: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(100)).annotate({
-    description: "The animal's name as stored: trimmed, 1–100 characters"
+    description: "The animal's name as stored: trimmed, 1–100 characters",
+    examples: ["Rex"]
   }),
   categoryId: CategoryId,
   status: PetStatus

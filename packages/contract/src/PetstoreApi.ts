@@ -18,7 +18,7 @@ import { describeParameters, documentApi, linkResponse } from "./OpenApiDocument
 import { NewOrder, Order, OrderId, Orders, OrderStatus } from "./Order.ts"
 import { DECIMAL_SPELLING, DecimalId, IfMatch, NewPet, Pet, PetId, PetPatch, Pets, PetStatus } from "./Pet.ts"
 import { CostsNoQuota, RateLimitStatus } from "./RateLimit.ts"
-import { headerNames, headersOf, responseHeaders } from "./ResponseHeaders.ts"
+import { headerAbsences, headerNames, headersOf, responseHeaders } from "./ResponseHeaders.ts"
 import { API_BASE_PATH, betaOperation, GET_PET_SUNSET, Stability } from "./Versioning.ts"
 
 export const DEFAULT_PAGE_SIZE = 20
@@ -95,7 +95,10 @@ function cursorAsIssued(): RegExp {
 const listPets = HttpApiEndpoint.get("listPets", "/pets", {
   query: ListPetsQuery,
   success: HttpApiSchema.WithHeaders(Pets, {
-    link: Schema.optionalKey(Schema.String.annotate({ description: "`<url>; rel=\"next\"` when more pets follow" }))
+    link: Schema.optionalKey(Schema.String.annotate({
+      description: "`<url>; rel=\"next\"` when more pets follow",
+      examples: ["<https://pets.example.com/v1/pets?limit=20&cursor=YWZ0ZXI6MjA>; rel=\"next\""]
+    }))
   }),
   error: ServiceUnavailable
 }).annotateMerge(OpenApi.annotations({
@@ -112,8 +115,10 @@ const listPets = HttpApiEndpoint.get("listPets", "/pets", {
 export const IdempotencyKey = Schema.String.check(
   Schema.isPattern(idempotencyKeyAsSent(), { expected: "an Idempotency-Key of 1 to 255 characters" })
 ).annotate({
-  description: "A unique value per create, e.g. a UUID; quoted (\"…\") or bare, 1–255 characters inside the quotes",
-  examples: ["4f1c2a9e-7d3b-4e8a-9c61-2b5d0e7f8a13"]
+  // No example value: documentation pages put one into every code sample, and a sample run twice would
+  // then be a replay (or, changed, a 422). Without one, curl samples leave the header out.
+  description: "A new unique value per create, e.g. a UUID (`uuidgen`); quoted (\"…\") or bare, " +
+    "1–255 characters inside the quotes"
 }).pipe(
   Schema.decodeTo(
     Schema.String.check(
@@ -181,10 +186,7 @@ const createPet = HttpApiEndpoint.post("createPet", "/pets", {
     })(
       describeParameters({
         "idempotency-key": {
-          offByDefault: {
-            summary: "A new unique value for each new pet",
-            value: "4f1c2a9e-7d3b-4e8a-9c61-2b5d0e7f8a13"
-          }
+          offByDefault: { summary: "A new unique value for each new pet, e.g. a UUID" }
         }
       })(operation)
     )
@@ -301,10 +303,7 @@ const placeOrder = HttpApiEndpoint.post("placeOrder", "/store/orders", {
     linkResponse(201, orderLinks)(
       describeParameters({
         "idempotency-key": {
-          offByDefault: {
-            summary: "A new unique value for each new order",
-            value: "0b8e6f52-3c1d-4a7e-9f20-6d4c8b1a2e95"
-          }
+          offByDefault: { summary: "A new unique value for each new order, e.g. a UUID" }
         }
       })(operation)
     )
@@ -313,7 +312,10 @@ const placeOrder = HttpApiEndpoint.post("placeOrder", "/store/orders", {
 const listOrders = HttpApiEndpoint.get("listOrders", "/store/orders", {
   query: ListOrdersQuery,
   success: HttpApiSchema.WithHeaders(Orders, {
-    link: Schema.optionalKey(Schema.String.annotate({ description: "`<url>; rel=\"next\"` when more orders follow" }))
+    link: Schema.optionalKey(Schema.String.annotate({
+      description: "`<url>; rel=\"next\"` when more orders follow",
+      examples: ["<https://pets.example.com/v1/store/orders?limit=20&cursor=YWZ0ZXI6MjA>; rel=\"next\""]
+    }))
   }),
   error: ServiceUnavailable
 }).annotate(Stability, "beta").annotateMerge(betaOperation({
@@ -412,6 +414,7 @@ export class PetstoreApi extends HttpApi.make("petstore")
           errorSchema: "Error",
           headerNames,
           headers: responseHeaders,
+          absences: headerAbsences,
           headersOf
         })(spec)
       )

@@ -2,14 +2,17 @@ import { Context, Schema } from "effect"
 import { Plan } from "./Plan.ts"
 
 export const QuotaWindow = Schema.Struct({
-  limit: Schema.Int,
-  remaining: Schema.Int,
-  reset: Schema.Int.annotate({ description: "Unix time, in seconds, at which the window resets" })
+  limit: Schema.Int.annotate({ description: "Requests allowed in the window", examples: [60] }),
+  remaining: Schema.Int.annotate({ description: "Requests left in the window", examples: [59] }),
+  reset: Schema.Int.annotate({
+    description: "Unix time, in seconds, at which the window resets",
+    examples: [1795305660]
+  })
 }).annotate({ identifier: "QuotaWindow" })
 export type QuotaWindow = typeof QuotaWindow.Type
 
 export const Ban = Schema.Struct({
-  until: Schema.Int.annotate({ description: "Unix time, in seconds, at which the ban ends" })
+  until: Schema.Int.annotate({ description: "Unix time, in seconds, at which the ban ends", examples: [1795306500] })
 }).annotate({ identifier: "Ban" })
 
 /** What `GET /v1/rate_limit` answers: the caller's plan and both windows, without spending quota. */

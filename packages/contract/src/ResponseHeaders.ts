@@ -4,7 +4,7 @@
  * for the OpenAPI document (README "The API" and "Quotas").
  */
 import { Schema } from "effect"
-import type { DocumentedHeader } from "./OpenApiDocument.ts"
+import type { DocumentedHeader, EdgeHeader } from "./OpenApiDocument.ts"
 import { getPetDeprecationHeaders } from "./Versioning.ts"
 
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
@@ -100,23 +100,45 @@ const rateLimits: ReadonlyArray<ResponseHeaderName> = [
 ]
 
 /**
+ * When an answer may lack a header (README "Errors" and "Quotas"), for the
+ * OpenAPI document. Answers given before any route lack the headers the routes
+ * add: they spend no quota, so they carry no rate-limit headers either.
+ */
+export const headerAbsences = {
+  beforeAnyRoute: "on an answer given before any route: a 400 to a request that is not valid HTTP (Node's parser " +
+    "refuses it) or whose request target or `Host` is malformed, a 404 to a path holding `;`",
+  databaseAway: "when the database did not answer before the request's quota was decided"
+}
+
+/** The statuses of the answers given before any route. */
+const beforeAnyRoute = new Set([400, 404])
+
+/**
  * The edge's headers on an answer of an operation (`operation` as the
  * document has it: a beta one's answers carry `Stability`). A 503 may come from the
  * quota store itself, so its rate-limit headers are not promised: the spec's
  * "on every response" has this one exception, recorded among the README's
  * decisions. Without the database the server knows neither the caller's
  * remaining quota nor, for sure, its key; it sends `Retry-After` instead of
- * headers it would have to guess.
+ * headers it would have to guess. Answers given before any route lack the
+ * routes' headers (`headerAbsences`); every answer has `everyAnswer`.
  */
 export const headersOf = (
   operationId: string,
   status: number,
   operation: { readonly "x-stability"?: unknown } = {}
-): ReadonlyArray<ResponseHeaderName> => [
-  ...everyAnswer,
-  ...(status === 503 ? [] : rateLimits),
-  ...(status === 429 || status === 503 ? ["Retry-After" as const] : []),
-  ...(status === 401 ? ["WWW-Authenticate" as const] : []),
-  ...(operationId === "getPet" ? ["Deprecation" as const, "Sunset" as const, "Link" as const] : []),
-  ...(operation["x-stability"] === "beta" ? ["Stability" as const] : [])
-]
+): ReadonlyArray<EdgeHeader> => {
+  const routes = (names: ReadonlyArray<ResponseHeaderName>): ReadonlyArray<EdgeHeader> =>
+    beforeAnyRoute.has(status) ? names.map((name) => ({ name, absentWhen: "beforeAnyRoute" })) : names
+  const quota: ReadonlyArray<EdgeHeader> = status === 503
+    ? rateLimits.map((name) => ({ name, absentWhen: "databaseAway" }))
+    : routes(rateLimits)
+  return [
+    ...everyAnswer,
+    ...quota,
+    ...(status === 429 || status === 503 ? ["Retry-After" as const] : []),
+    ...(status === 401 ? ["WWW-Authenticate" as const] : []),
+    ...(operationId === "getPet" ? routes(["Deprecation", "Sunset", "Link"]) : []),
+    ...(operation["x-stability"] === "beta" ? routes(["Stability"]) : [])
+  ]
+}

@@ -3,7 +3,14 @@ import { Exit, Schema } from "effect"
 import { OpenApi } from "effect/http-api"
 import { describe, expect, it } from "vitest"
 import { committedDocumentPath, renderDocument } from "../scripts/openapi.ts"
-import { documentedPetstoreApi, errorStatusByCode, IdempotencyKey, NewPet, PetstoreApi } from "../src/index.ts"
+import {
+  documentedPetstoreApi,
+  errorStatusByCode,
+  IdempotencyKey,
+  NewPet,
+  NewWebhookEndpoint,
+  PetstoreApi
+} from "../src/index.ts"
 
 const spec = OpenApi.fromApi(PetstoreApi) as any
 
@@ -40,8 +47,11 @@ describe("the OpenAPI document generated from the contract", () => {
   })
 
   it("requires bearer authentication on every operation", () => {
-    // Exactly "bearer": documentation tools that read "Bearer" offer HTTP Basic instead.
-    expect(spec.components.securitySchemes.apiKey).toEqual({ type: "http", scheme: "bearer" })
+    // Exactly "bearer": documentation tools that read "Bearer" offer HTTP Basic instead. Named for what it is:
+    // documentation pages offer a scheme by its name.
+    expect(spec.components.securitySchemes).toEqual({
+      bearerAuth: { type: "http", scheme: "bearer", description: expect.stringContaining("Authorization: Bearer") }
+    })
     for (const operation of [spec.paths["/pets"].get, spec.paths["/pets"].post, spec.paths["/pets/{petId}"].get]) {
       expect(operation.security.length).toBeGreaterThan(0)
       expect(operation.responses["401"]).toBeDefined()
@@ -97,8 +107,11 @@ describe("the OpenAPI document generated from the contract", () => {
     )
     for (const { operation } of beta) {
       for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
+        // An answer given before any route (400, 404) cannot know the operation: there it may be absent.
         expect(response.headers?.Stability, `${operation.operationId} ${status}`).toEqual({
-          $ref: "#/components/headers/Stability"
+          $ref: ["400", "404"].includes(status)
+            ? "#/components/headers/Stability.beforeAnyRoute"
+            : "#/components/headers/Stability"
         })
       }
     }
@@ -197,12 +210,29 @@ describe("the OpenAPI document generated from the contract", () => {
       expect(headers, where).toEqual(
         expect.arrayContaining(["Cache-Control", "X-Content-Type-Options", "X-Request-Id"])
       )
-      if (status !== 503) expect(headers, where).toEqual(expect.arrayContaining(rateLimit))
+      expect(headers, where).toEqual(expect.arrayContaining(rateLimit))
+      // Required where every such answer has them: not on what is answered before any route (README
+      // "Errors": no quota spent) nor on a 503 given before the quota was decided (README "Quotas").
+      const absentWhen = status === 503 ? "databaseAway" : [400, 404].includes(status) ? "beforeAnyRoute" : undefined
+      for (const name of rateLimit) {
+        expect(response.headers[name], `${where} ${name}`).toEqual({
+          $ref: `#/components/headers/${absentWhen === undefined ? name : `${name}.${absentWhen}`}`
+        })
+      }
       if (status === 429 || status === 503) expect(headers, where).toContain("Retry-After")
       if (status === 401) expect(headers, where).toContain("WWW-Authenticate")
     }
     for (const name of [...rateLimit, "Retry-After", "WWW-Authenticate"]) {
       expect(spec.components.headers[name], name).toMatchObject({ required: true, schema: expect.any(Object) })
+    }
+    for (const name of rateLimit) {
+      for (const absentWhen of ["beforeAnyRoute", "databaseAway"]) {
+        expect(spec.components.headers[`${name}.${absentWhen}`], name).toMatchObject({
+          required: false,
+          description: expect.stringContaining("Absent "),
+          schema: spec.components.headers[name].schema
+        })
+      }
     }
   })
 
@@ -304,6 +334,100 @@ describe("the document's patterns say what the contract decodes", () => {
     }
     for (const id of ["0", "01", "1".repeat(16), "-1", "1.5"]) expect(cursorPattern.test(issued(id)), id).toBe(false)
     expect(cursorPattern.test("")).toBe(false)
+  })
+})
+
+describe("the document says what the server enforces on events and webhooks", () => {
+  it("GET /events: limit is an integer from 1 to 100, default 20, like every page's", () => {
+    expect(parameter("/events", "get", "limit").schema).toEqual({
+      type: "integer",
+      minimum: 1,
+      maximum: 100,
+      default: 20
+    })
+  })
+
+  it("GET /events: cursor has the exact pattern of the cursors the server issues", () => {
+    const cursorPattern = new RegExp(parameter("/events", "get", "cursor").schema.pattern, "u")
+    // The server's encodeEventCursor: the hexadecimal of `events:<tx>.<seq>`.
+    const issued = (tx: string, seq: string) => Buffer.from(`events:${tx}.${seq}`).toString("hex")
+    for (const tx of ["1", "742", "9".repeat(19)]) {
+      for (const seq of ["1", "12", "9".repeat(15)]) {
+        expect(cursorPattern.test(issued(tx, seq)), `${tx}.${seq}`).toBe(true)
+      }
+    }
+    for (
+      const [tx, seq] of [["0", "1"], ["01", "1"], ["1".repeat(20), "1"], ["1", "0"], ["1", "1".repeat(16)], [
+        "-1",
+        "1"
+      ]]
+    ) {
+      expect(cursorPattern.test(issued(tx!, seq!)), `${tx}.${seq}`).toBe(false)
+    }
+    expect(cursorPattern.test(issued("7", "1").toUpperCase())).toBe(false)
+    expect(cursorPattern.test(Buffer.from("events:7.1").toString("base64url"))).toBe(false)
+  })
+
+  it("webhook url: the contract's pattern is in the document, and both accept and refuse alike", () => {
+    for (const schema of ["NewWebhookEndpoint", "WebhookEndpointPatch"]) {
+      expect(spec.components.schemas[schema].properties.url).toMatchObject({
+        maxLength: 2048,
+        pattern: expect.any(String)
+      })
+    }
+    const urlPattern = new RegExp(spec.components.schemas.NewWebhookEndpoint.properties.url.pattern, "u")
+    const decodes = (url: string) => Exit.isSuccess(Schema.decodeUnknownExit(NewWebhookEndpoint)({ url }))
+    for (
+      const url of [
+        "https://a.example/x",
+        "HTTP://a.example",
+        "Https://a.example/?q=1",
+        "ftp://a.example",
+        "https://",
+        "https://a b",
+        "https://a\u00a0b",
+        " https://a.example",
+        "https://a\u3000"
+      ]
+    ) {
+      expect(urlPattern.test(url), url).toBe(decodes(url))
+    }
+    expect(urlPattern.test("https://a.example/x")).toBe(true)
+    expect(urlPattern.test("ftp://a.example")).toBe(false)
+  })
+})
+
+describe("the document as documentation pages show it", () => {
+  const webhooks = Object.values(spec.webhooks as Record<string, { post: any }>).map(({ post }) => post)
+
+  it("summaries are plain text: no Markdown, which pages show as typed", () => {
+    const summaries = [
+      ...operations().map(({ operation }) => operation.summary),
+      ...webhooks.map((post) => post.summary)
+    ]
+    expect(summaries.filter((summary: string) => /[`*_[\]]/.test(summary))).toEqual([])
+  })
+
+  it("webhooks sit under the webhooks tag, beside the operations that manage endpoints: one section", () => {
+    for (const post of webhooks) expect(post.tags).toEqual(["webhooks"])
+    expect(spec.tags.map((tag: { name: string }) => tag.name)).toContain("webhooks")
+  })
+
+  it("every value in the schemas, headers and webhooks has an example, an enum or a default: no empty strings in samples", () => {
+    const bare: Array<string> = []
+    const walk = (node: unknown, where: string): void => {
+      if (Array.isArray(node)) return node.forEach((item, i) => walk(item, `${where}/${i}`))
+      if (typeof node !== "object" || node === null) return
+      const schema = node as Record<string, unknown>
+      if (
+        ["string", "integer", "number", "boolean"].includes(schema.type as string) &&
+        !["examples", "enum", "const", "default"].some((keyword) => keyword in schema)
+      ) bare.push(where)
+      for (const [key, value] of Object.entries(schema)) if (key !== "examples") walk(value, `${where}/${key}`)
+    }
+    walk(spec.components, "components")
+    walk(spec.webhooks, "webhooks")
+    expect(bare).toEqual([])
   })
 })
 

@@ -97,7 +97,7 @@ export const startPgBouncer = async (options: PgBouncerOptions): Promise<PgBounc
   for (;;) {
     if (child.exitCode !== null) throw new Error(`pgbouncer exited (${child.exitCode}):\n${log()}`)
     const accepted = await new Promise<boolean>((resolve) => {
-      import("node:net").then(({ connect }) => {
+      void import("node:net").then(({ connect }) => {
         const probe = connect({ host: "127.0.0.1", port }, () => (probe.destroy(), resolve(true)))
         probe.on("error", () => resolve(false))
       })

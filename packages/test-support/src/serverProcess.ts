@@ -71,11 +71,12 @@ export interface StartedProcess {
  * within `timeoutMs`, until `/readyz` answers 200. Throws with the process's
  * output when it exits or does not become ready. The bound is generous: `pnpm test`
  * runs several packages' suites at once, and on two cores eight embedded
- * databases opening together took 65 s each (measured).
+ * databases opening together took 65 s each (measured); at load 20 a keys-CLI
+ * suite's server was not ready within 120 s.
  */
 export const startServerProcess = async (
   env: Record<string, string>,
-  timeoutMs = 120_000,
+  timeoutMs = 300_000,
   entry: string = serverEntry()
 ): Promise<StartedProcess> => {
   let server: ServerProcess

@@ -48,10 +48,14 @@
  * PGlite `SqlClient` exists for Effect 4.
  */
 import { Clock, Context, Effect, Layer, Option, Redacted, type Scope } from "effect"
-import { AppConfig, type AppConfigValues, StartupError, usesPreparedStatements } from "../config.ts"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { AppConfig, type AppConfigValues, usesPreparedStatements } from "../config.ts"
+import { StartupError } from "../startupError.ts"
 import { measureQuery, recordConnectionClosedUnsafe, recordStatementTimeout } from "../observability/metrics.ts"
 import { connectionSettings } from "./connectionSettings.ts"
 import { DatabaseError, QueryTimeout } from "./DatabaseError.ts"
+import { lockDataDir } from "./dataDirLock.ts"
 import type { Driver, Rows } from "./Driver.ts"
 import { knownVersion, migrate, migrationName, readSchemaState } from "./migrate.ts"
 import { pgliteDriver } from "./pgliteDriver.ts"
@@ -64,8 +68,11 @@ const statementTimeoutMillis = (config: AppConfigValues) => config.databaseState
 
 const realClock = Clock.Clock.defaultValue()
 
-/** The command that applies migrations, as the one-line refusals name it. */
-export const MIGRATE_COMMAND = "`pnpm migrate` (in the image: `node apps/server/dist/main.js migrate`)"
+/**
+ * The command that applies migrations, as the one-line refusals name it: from a checkout, and in the server image,
+ * whose working directory is /app and whose entry point is `node dist/main.js` (deploy/images/Containerfile).
+ */
+export const MIGRATE_COMMAND = "`pnpm migrate` (in the server image: `node dist/main.js migrate`)"
 
 interface Drivers {
   /** DATABASE_URL's (a transaction pooler's, when DATABASE_DIRECT_URL is set), or PGlite. */
@@ -85,7 +92,14 @@ export const openDrivers = Effect.fnUntraced(function*(config: AppConfigValues, 
   const url = Option.map(config.databaseUrl, Redacted.value)
   const directUrl = Option.map(config.databaseDirectUrl, Redacted.value)
   const dataDir = config.dataDir === ":memory:" ? undefined : config.dataDir
-  if (Option.isNone(url) && dataDir !== undefined) yield* prepareDataDir(dataDir)
+  if (Option.isNone(url)) {
+    if (dataDir !== undefined) {
+      yield* prepareDataDir(dataDir)
+      yield* lockDataDir(dataDir)
+    }
+    // `migrate` answers with its one line only (README, "Roles and migrations").
+    if (role === "serve") yield* announcePglite(dataDir)
+  }
   const open = (make: () => Promise<Driver> | Driver, onFailure: (cause: unknown) => StartupError) =>
     Effect.acquireRelease(
       Effect.tryPromise({
@@ -129,6 +143,22 @@ export const openDrivers = Effect.fnUntraced(function*(config: AppConfigValues, 
     direct,
     schemaVariable: Option.isSome(direct) ? "DATABASE_DIRECT_URL" : "DATABASE_URL"
   } satisfies Drivers
+})
+
+/**
+ * Said before PGlite opens, which takes seconds, and tens of seconds the first time, when it creates the
+ * database (PostgreSQL's initdb, in WebAssembly): without it a first `pnpm start` looked hung.
+ */
+const announcePglite = Effect.fnUntraced(function*(dataDir: string | undefined) {
+  const creating = dataDir === undefined || !existsSync(join(dataDir, "PG_VERSION"))
+  yield* Effect.logInfo(
+    creating
+      ? "creating the embedded database (PGlite); the first start takes a while"
+      : "opening the embedded database (PGlite)"
+  ).pipe(Effect.annotateLogs({ dataDir: dataDir ?? ":memory:" }))
+  // The JSON log is written on the event loop's next turn, and PGlite's start may keep it busy for long:
+  // give the line that turn first.
+  yield* Effect.promise(() => new Promise((resolve) => setImmediate(resolve)))
 })
 
 /** Where migrations run: the direct connection when there is one. */

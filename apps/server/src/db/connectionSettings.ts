@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs"
-import { StartupError } from "../config.ts"
+import { StartupError } from "../startupError.ts"
 
 /**
  * libpq's connection parameters in a `postgres://` URL, as managed PostgreSQL

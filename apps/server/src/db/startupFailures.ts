@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { accessSync, constants as fsConstants, existsSync, mkdirSync, statSync } from "node:fs"
-import { StartupError } from "../config.ts"
+import { StartupError } from "../startupError.ts"
 import { describeTlsFailure } from "./connections.ts"
 import { errorCode, isOpenFailure } from "./DatabaseError.ts"
 

@@ -1,4 +1,10 @@
-import { CurrentApiKey, DEFAULT_EVENT_PAGE_SIZE, InvalidRequest, PetstoreApi } from "@petstore/contract"
+import {
+  CurrentApiKey,
+  DEFAULT_EVENT_PAGE_SIZE,
+  EVENT_CURSOR_PATTERN,
+  InvalidRequest,
+  PetstoreApi
+} from "@petstore/contract"
 import { Effect } from "effect"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { type EventPosition, Events, START } from "../events/Events.ts"
@@ -6,17 +12,36 @@ import { WebhookDesk } from "../webhooks/WebhookDesk.ts"
 import { dieOnDatabaseError } from "./errors.ts"
 import { PublicUrl } from "./PublicUrl.ts"
 
-/** An events cursor: the last event's position (transaction id, order of writing), base64url, opaque to clients. */
+/**
+ * An events cursor: the last event's position (transaction id, order of writing) as `events:<tx>.<seq>`,
+ * in hexadecimal, opaque to clients. Hexadecimal, not base64url, so that the OpenAPI document's pattern
+ * (`EVENT_CURSOR_PATTERN`) can say exactly which cursors are issued: a base64 character mixes the bits of
+ * neighbouring bytes. A transaction id has 19 digits at most until PostgreSQL's xid8 passes 10^19.
+ */
 export const encodeEventCursor = (after: EventPosition) =>
-  Buffer.from(`events:${after.tx}.${after.seq}`).toString("base64url")
+  Buffer.from(`events:${after.tx}.${after.seq}`).toString("hex")
 
-const EVENT_CURSOR = /^events:([0-9]{1,20})\.([1-9][0-9]{0,15})$/
+const EVENT_POSITION = /^events:([1-9][0-9]{0,18})\.([1-9][0-9]{0,14})$/
+
+/** The position spelled by a cursor of an earlier version: base64url, which receivers may have kept to read on later. */
+const EARLIER_EVENT_CURSOR = /^events:([0-9]{1,20})\.([1-9][0-9]{0,15})$/
+
+const positionOf = (cursor: string): EventPosition | undefined => {
+  if (EVENT_CURSOR_PATTERN.test(cursor)) {
+    const match = EVENT_POSITION.exec(Buffer.from(cursor, "hex").toString("latin1"))
+    return match === null ? undefined : { tx: match[1]!, seq: Number(match[2]) }
+  }
+  const earlier = EARLIER_EVENT_CURSOR.exec(Buffer.from(cursor, "base64url").toString("utf8"))
+  return earlier !== null && Number.isSafeInteger(Number(earlier[2])) && BigInt(earlier[1]!) < 2n ** 64n
+    ? { tx: earlier[1]!, seq: Number(earlier[2]) }
+    : undefined
+}
 
 export const decodeEventCursor = (cursor: string | undefined) => {
   if (cursor === undefined) return Effect.succeed(START)
-  const match = EVENT_CURSOR.exec(Buffer.from(cursor, "base64url").toString("utf8"))
-  return match !== null && Number.isSafeInteger(Number(match[2])) && BigInt(match[1]!) < 2n ** 64n
-    ? Effect.succeed({ tx: match[1]!, seq: Number(match[2]) })
+  const position = positionOf(cursor)
+  return position !== undefined
+    ? Effect.succeed(position)
     : Effect.fail(
       new InvalidRequest({
         message: "Invalid request query. query.cursor: not a cursor this service issued",

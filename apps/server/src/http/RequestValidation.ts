@@ -5,7 +5,7 @@ import {
   RequestValidation,
   UnsupportedMediaType
 } from "@petstore/contract"
-import { ByteSize, type Cause, Effect, Layer, SchemaIssue } from "effect"
+import { ByteSize, type Cause, Effect, Layer, SchemaAST, SchemaIssue } from "effect"
 import { HttpIncomingMessage, HttpServerError, HttpServerRequest } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { causeHas } from "./errors.ts"
@@ -45,11 +45,46 @@ const slotNames: Record<HttpApiError.HttpApiSchemaError["kind"], string> = {
   ResponseHeaders: "response"
 }
 
+/** The values of a union of literals (an enum such as `PetStatus`), or undefined for any other union. */
+const literalsOf = (ast: SchemaAST.Union): ReadonlyArray<string> | undefined =>
+  ast.types.every(SchemaAST.isLiteral) ? ast.types.map((member) => String(member.literal)) : undefined
+
+interface IssueLine {
+  readonly path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }>
+  readonly message: string
+}
+
+/**
+ * Every issue of a decode failure, as the formatter words it, except that a value outside an enum is told
+ * the values it may take (`Expected one of available, pending, sold`): the formatter would only name the
+ * enum's schema (`Expected PetStatus`), which a client cannot look up.
+ */
+const issueLines = (issue: SchemaIssue.Issue, path: IssueLine["path"] = []): Array<IssueLine> => {
+  switch (issue._tag) {
+    case "Pointer":
+      return issueLines(issue.issue, [...path, ...issue.path])
+    case "Encoding":
+      return issueLines(issue.issue, path)
+    case "Composite":
+      return issue.issues.flatMap((inner) => issueLines(inner, path))
+    case "AnyOf": {
+      if (issue.issues.length > 0) return issue.issues.flatMap((inner) => issueLines(inner, path))
+      const literals = issue.ast.annotations?.message === undefined ? literalsOf(issue.ast) : undefined
+      if (literals !== undefined) return [{ path, message: `Expected one of ${literals.join(", ")}` }]
+      break
+    }
+    default:
+      // Worded by the formatter, below.
+      break
+  }
+  return formatIssues(issue).issues.map((line) => ({ path: [...path, ...(line.path ?? [])], message: line.message }))
+}
+
 /** A decode failure of path, query, headers or body, as a 400 naming every offending field. */
 const invalidRequestFrom = (error: HttpApiError.HttpApiSchemaError) => {
   const slot = slotNames[error.kind]
-  const details: Array<ErrorDetail> = formatIssues(error.cause.issue).issues.map((issue) => ({
-    path: [slot, ...(issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))]
+  const details: Array<ErrorDetail> = issueLines(error.cause.issue).map((issue) => ({
+    path: [slot, ...issue.path.map((segment) => String(typeof segment === "object" ? segment.key : segment))]
       .join("."),
     message: issue.message
   }))

@@ -1,13 +1,18 @@
-import { API_BASE_PATH, documentedPetstoreApi, RateLimited, ServiceUnavailable } from "@petstore/contract"
-import { Deferred, Effect, Exit, Layer, Option, Scope } from "effect"
+import {
+  API_BASE_PATH,
+  API_KEY_SECURITY_SCHEME,
+  documentedPetstoreApi,
+  RateLimited,
+  ServiceUnavailable
+} from "@petstore/contract"
+import { Deferred, Effect, Layer, Option, Scope } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiScalar, OpenApi } from "effect/http-api"
 import { createHash } from "node:crypto"
 import { promisify } from "node:util"
 import { brotliCompress, constants as zlibConstants, gzip } from "node:zlib"
 import { AppConfig } from "../config.ts"
-import { Database } from "../db/Database.ts"
-import { sql } from "../db/sql.ts"
+import { databaseReadiness } from "../db/readiness.ts"
 import { Draining } from "../drain.ts"
 import { recordQuotaRefusal } from "../observability/metrics.ts"
 import { Quota } from "../quota/Quota.ts"
@@ -161,6 +166,19 @@ export const documentServers = (
   })
 
 /**
+ * How Scalar shows the page. The bearer scheme is preselected, so a reader pastes a key and sends. The page
+ * loads nothing from another host: Scalar's default fonts come from its own servers, so the page uses the
+ * reader's system fonts instead (a deployment may be offline, or have a policy against third parties).
+ */
+export const scalarConfig: HttpApiScalar.ScalarConfig = {
+  authentication: { preferredSecurityScheme: API_KEY_SECURITY_SCHEME },
+  withDefaultFonts: false,
+  customCss: ":root, .light-mode, .dark-mode {" +
+    " --scalar-font: system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif;" +
+    " --scalar-font-code: ui-monospace, SFMono-Regular, Menlo, Consolas, 'Liberation Mono', monospace; }"
+}
+
+/**
  * The OpenAPI document and the docs page, from the contract with this deployment's servers. The document is
  * rendered at start-up; Scalar's page on its first visit (its bundle is 6 MB of JavaScript, held twice in the
  * heap while the page is built), and only its bytes are kept.
@@ -170,7 +188,7 @@ export const DocumentRoutes = Layer.unwrap(Effect.gen(function*() {
   const api = documentedPetstoreApi(documentServers(openApiServers, publicBaseUrl))
   const document = yield* represent(Buffer.from(JSON.stringify(OpenApi.fromApi(api))), "application/json")
   const renderDocsPage = Effect.scoped(Effect.gen(function*() {
-    const scalar = yield* HttpRouter.toHttpEffect(HttpApiScalar.layer(api, { path: "/docs" }))
+    const scalar = yield* HttpRouter.toHttpEffect(HttpApiScalar.layer(api, { path: "/docs", scalar: scalarConfig }))
     const page = yield* scalar.pipe(
       Effect.provideService(
         HttpServerRequest.HttpServerRequest,
@@ -202,18 +220,17 @@ export const DocumentRoutes = Layer.unwrap(Effect.gen(function*() {
  * goes away cannot cancel it for the others. Draining is read on every probe.
  */
 export const HealthRoutes = HttpRouter.use(Effect.fnUntraced(function*(router) {
-  const db = yield* Database
+  const database = yield* databaseReadiness
   const { isDraining } = yield* Draining
   const shuttingDown = new ServiceUnavailable({ message: "The server is shutting down" })
-  const ready = HttpServerResponse.jsonUnsafe({ status: "ready", store: db.kind })
+  const ready = HttpServerResponse.jsonUnsafe({ status: "ready", store: database.kind })
   const scope = yield* Scope.Scope
-  const check = db.query(sql`SELECT 1`).pipe(Effect.timeout("2 seconds"), Effect.exit, Effect.map(Exit.isSuccess))
   let inFlight: Deferred.Deferred<boolean> | undefined
   const probe = Effect.suspend(() => {
     if (inFlight !== undefined) return Deferred.await(inFlight)
     const answer = Deferred.makeUnsafe<boolean>()
     inFlight = answer
-    return check.pipe(
+    return database.answers.pipe(
       Effect.flatMap((isReady) => Deferred.succeed(answer, isReady)),
       // Interrupted only when the server stops: the probes waiting on it are answered "not ready".
       Effect.ensuring(Effect.suspend(() => {
@@ -249,3 +266,17 @@ const countedAs = <A, E, R>(route: string, answer: Effect.Effect<A, E, R>) =>
     facts.route = route
     return yield* answer
   })
+
+/**
+ * `/favicon.ico`, which browsers ask for beside every page (the docs page's included): 204, no icon, so
+ * that it is not a 404 in every browser's log. It costs nothing, so it spends no quota, like the probes;
+ * browsers keep the answer a day.
+ */
+export const FaviconRoute = HttpRouter.add(
+  "GET",
+  "/favicon.ico",
+  countedAs(
+    "/favicon.ico",
+    Effect.succeed(HttpServerResponse.empty({ status: 204, headers: { "cache-control": "public, max-age=86400" } }))
+  )
+)

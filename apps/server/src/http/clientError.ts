@@ -59,6 +59,8 @@ const detailOf = (error: ParseError): ErrorDetail => {
 /**
  * A whole HTTP/1.1 answer with the error's body, after which the connection
  * closes. Written by hand: Node asks for bytes on the socket here, not for a response.
+ * It carries a new `X-Request-Id`, as every answer carries one: the parser gives
+ * no headers of a request it refuses, so a client's own id cannot be echoed.
  */
 const errorAnswer = (error: ApiError, head: boolean): string => {
   // No route (nor requestLog) sees this request, so its id is made here, for the header and the body alike.

@@ -50,6 +50,9 @@ export const targetRefusal = (request: HttpServerRequest.HttpServerRequest): Api
   return undefined
 }
 
+/** What the OpenAPI document promises on every answer, a refusal before any route included. */
+const everyAnswer = { "cache-control": "no-store", "x-content-type-options": "nosniff" }
+
 /**
  * Answers what `targetRefusal` refuses before the router sees it, on both listeners; such a request
  * spends no quota and carries no rate-limit headers, like a request Node's parser refuses.
@@ -57,5 +60,5 @@ export const targetRefusal = (request: HttpServerRequest.HttpServerRequest): Api
 export const refuseUnroutableTargets = <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const refusal = targetRefusal(request)
-    return refusal === undefined ? httpEffect : Effect.succeed(errorResponse(refusal))
+    return refusal === undefined ? httpEffect : Effect.succeed(errorResponse(refusal, everyAnswer))
   })

@@ -2,7 +2,7 @@ import { betaStabilityHeader, getPetDeprecationHeaders, PetstoreApi } from "@pet
 import { Context, Effect, Option } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
-import { bearerChallenge } from "../auth/ApiKeyAuth.ts"
+import { bearerChallenge } from "./ApiKeyAuth.ts"
 import { answerEveryFailure } from "./errors.ts"
 import { routeTable } from "./routeTable.ts"
 

@@ -3,11 +3,11 @@ import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../config.ts"
-import { AdminAuthLive, ApiKeyAuthLive, isAdminToken } from "../auth/ApiKeyAuth.ts"
 import { prometheusText } from "../observability/metrics.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
 import { AdminHandlers } from "./AdminHandlers.ts"
-import { DocumentRoutes, HealthRoutes } from "./anonymousSurfaces.ts"
+import { DocumentRoutes, FaviconRoute, HealthRoutes } from "./anonymousSurfaces.ts"
+import { AdminAuthLive, ApiKeyAuthLive, isAdminToken } from "./ApiKeyAuth.ts"
 import { cors } from "./cors.ts"
 import { errorResponse } from "./errors.ts"
 import { EventsHandlers, WebhooksHandlers } from "./EventsHandlers.ts"
@@ -51,7 +51,7 @@ const V1Routes = Layer.mergeAll(
   unmatchedRoutes(PetstoreApi, "/v1")
 ).pipe(Layer.provide(v1Edge))
 
-export const PublicRoutes = Layer.mergeAll(V1Routes, DocumentRoutes, HealthRoutes, requestLog)
+export const PublicRoutes = Layer.mergeAll(V1Routes, DocumentRoutes, HealthRoutes, FaviconRoute, requestLog)
 
 /** Prometheus metrics, for the admin token, or for anyone who reaches the admin listener with METRICS_PUBLIC. */
 const MetricsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {

@@ -1,11 +1,9 @@
-import { IdempotencyKeyInFlight, IdempotencyKeyReused, type NewPet, type Order } from "@petstore/contract"
+import { IdempotencyKeyInFlight, IdempotencyKeyReused } from "@petstore/contract"
 import { Context, Effect, Layer, Option, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { Database } from "../db/Database.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
-import { sql } from "../db/sql.ts"
-import { type OrderRow, toOrder } from "../orders/Orders.ts"
-import { type StoredPet, toStoredPet, type VersionedPetRow } from "../pets/Pets.ts"
+import { embed, type Statement, sql } from "../db/sql.ts"
 import { traced } from "../observability/spans.ts"
 
 /** What a request carrying an Idempotency-Key may do. */
@@ -47,6 +45,16 @@ export interface CreatedOnce<A> {
   readonly replayed: boolean
 }
 
+/**
+ * What `completeWith` did: created the row (`Created`, the row as its creation returned it), created nothing and
+ * released the claim so that a retry tries again (`NotCreated`), or nothing, the claim having been taken over as
+ * abandoned (`Lost`).
+ */
+export type Completion<Row> =
+  | { readonly _tag: "Created"; readonly row: Row }
+  | { readonly _tag: "NotCreated" }
+  | { readonly _tag: "Lost" }
+
 const inFlight = new IdempotencyKeyInFlight({
   message: "A request with this Idempotency-Key is still being processed; retry shortly"
 })
@@ -56,17 +64,13 @@ const KEPT = "24 hours"
 const ABANDONED_AFTER = "60 seconds"
 
 /**
- * The idempotency_keys table: all of its SQL is here, including the one
- * statement that also writes the pets table (`completeClaim`).
+ * The idempotency_keys table: all of its SQL is here.
  *
- * That statement inserts the pet and records it on the key at once, so that no
- * crash between two statements can leave a pet its key does not know of (the
- * claim, abandoned, would be taken over and a retry would create the pet again).
- * It lives here rather than in `Pets` because what makes it correct is this
- * table's claim protocol: two of its three parts lock the claim still held by
- * this token and not yet completed, then complete it. Its pets part is one row
- * of the insert `Pets.create` makes, returning the row `Pets` reads (`PetRow`,
- * `toPet`).
+ * A creation under a claim is one statement with the claim's completion (`completeWith`), so that no crash between
+ * two statements can leave a row its key does not know of (the claim, abandoned, would be taken over and a retry
+ * would create the row again). What it creates is written by the module that owns that table (`Pets.ts`,
+ * `Orders.ts`) and embedded here; what makes the statement correct is this table's claim protocol: it locks the
+ * claim still held by this token and not yet completed, and records the created row on it, or releases it.
  */
 export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
   readonly claim: (scope: ClaimScope, requestHash: string) => Effect.Effect<Claim, DatabaseError>
@@ -80,27 +84,17 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
     creation: Creation<A, E>
   ) => Effect.Effect<CreatedOnce<A>, E | IdempotencyKeyInFlight | IdempotencyKeyReused | DatabaseError>
   /**
-   * Creates the pet the claim was taken for and completes the claim, in one
-   * statement. None when the claim was lost (taken over as abandoned) and
-   * nothing was created.
+   * Runs `creation` under the held claim and completes the claim with what it created, in one statement.
+   * `creation` is the CTEs of the creating statement, written with `sql`: they read `claim_held` (one row while this
+   * request still holds the claim, none once it was taken over) and end in a CTE `created` that returns the created
+   * row with its `id`, or nothing. A claim that created nothing is released, so that a retry tries again: only
+   * what was created is replayed. `kind` says which of the key's columns records it.
    */
-  readonly completeClaim: (claim: HeldClaim, pet: NewPet) => Effect.Effect<Option.Option<StoredPet>, DatabaseError>
-  /**
-   * Places the order the claim was taken for and completes the claim, in one
-   * statement, as `Orders.place` places one. When the pet is not available
-   * (or gone) nothing is placed and the claim is released, so that a retry
-   * tries again: only a placed order is replayed. `Lost` when the claim was
-   * taken over as abandoned.
-   */
-  readonly completeOrderClaim: (
+  readonly completeWith: <Row extends { readonly id: number }>(
     claim: HeldClaim,
-    petId: number
-  ) => Effect.Effect<
-    | { readonly _tag: "Placed"; readonly order: Order }
-    | { readonly _tag: "NotPlaced" }
-    | { readonly _tag: "Lost" },
-    DatabaseError
-  >
+    kind: "pet" | "order",
+    creation: Statement
+  ) => Effect.Effect<Completion<Row>, DatabaseError>
 }>()("@petstore/server/idempotency/IdempotencyKeys") {
   static readonly layer = Layer.effect(
     IdempotencyKeys,
@@ -145,55 +139,34 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
           : { _tag: "Replay", id: Number(row.done_id) } as const
       }, traced("IdempotencyKeys.claim"))
 
-      const completeClaim = Effect.fnUntraced(function*(claim: HeldClaim, pet: NewPet) {
-        const rows = yield* db.query<VersionedPetRow>(sql`
-          WITH owned AS (
-            SELECT 1 FROM idempotency_keys
-            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND claim_token = ${claim.token}::uuid AND pet_id IS NULL
-            FOR UPDATE
-          ), pet AS (
-            INSERT INTO pets (name, category_id, status)
-            SELECT ${pet.name}, ${pet.categoryId}, ${pet.status} FROM owned
-            RETURNING id, name, category_id, status, version
-          ), completed AS (
-            UPDATE idempotency_keys SET pet_id = (SELECT id FROM pet)
-            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND EXISTS (SELECT 1 FROM pet)
-          )
-          SELECT * FROM pet`)
-        return Option.map(Option.fromUndefinedOr(rows[0]), toStoredPet)
-      }, traced("IdempotencyKeys.completeClaim"))
-
-      const completeOrderClaim = Effect.fnUntraced(function*(claim: HeldClaim, petId: number) {
-        const [row] = yield* db.query<
-          { readonly owned: boolean } & { readonly [K in keyof OrderRow]: OrderRow[K] | null }
-        >(sql`
-          WITH owned AS (
+      const completeWith = Effect.fnUntraced(function*<Row extends { readonly id: number }>(
+        claim: HeldClaim,
+        kind: "pet" | "order",
+        creation: Statement
+      ) {
+        const [row] = yield* db.query<{ readonly held: boolean } & { readonly [K in keyof Row]: Row[K] | null }>(sql`
+          WITH claim_held AS (
             SELECT 1 FROM idempotency_keys
             WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND claim_token = ${claim.token}::uuid
               AND pet_id IS NULL AND order_id IS NULL
             FOR UPDATE
-          ), pet AS (
-            UPDATE pets SET status = 'pending', version = version + 1
-            WHERE id = ${petId}::bigint AND status = 'available' AND EXISTS (SELECT 1 FROM owned)
-            RETURNING id
-          ), placed AS (
-            INSERT INTO orders (pet_id, open_pet_id, api_key_id, status)
-            SELECT id, id, ${claim.apiKeyId}, 'placed' FROM pet
-            RETURNING id, pet_id, status, placed_at, updated_at
-          ), completed AS (
-            UPDATE idempotency_keys SET order_id = (SELECT id FROM placed)
-            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND EXISTS (SELECT 1 FROM placed)
+          ), ${embed(creation)}, completed AS (
+            UPDATE idempotency_keys
+            SET pet_id = CASE WHEN ${kind}::text = 'pet' THEN (SELECT id FROM created) END,
+                order_id = CASE WHEN ${kind}::text = 'order' THEN (SELECT id FROM created) END
+            WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND EXISTS (SELECT 1 FROM created)
           ), released AS (
             DELETE FROM idempotency_keys
             WHERE api_key_id = ${claim.apiKeyId} AND key = ${claim.key} AND claim_token = ${claim.token}::uuid
-              AND EXISTS (SELECT 1 FROM owned) AND NOT EXISTS (SELECT 1 FROM placed)
+              AND EXISTS (SELECT 1 FROM claim_held) AND NOT EXISTS (SELECT 1 FROM created)
           )
-          SELECT EXISTS (SELECT 1 FROM owned) AS owned, placed.id, placed.pet_id, placed.status, placed.placed_at, placed.updated_at
-          FROM (SELECT 1) AS one LEFT JOIN placed ON true`)
-        if (!row?.owned) return { _tag: "Lost" } as const
-        if (row.id === null) return { _tag: "NotPlaced" } as const
-        return { _tag: "Placed", order: toOrder(row as OrderRow) } as const
-      }, traced("IdempotencyKeys.completeOrderClaim"))
+          SELECT EXISTS (SELECT 1 FROM claim_held) AS held, created.*
+          FROM (SELECT 1) AS one LEFT JOIN created ON true`)
+        if (!row?.held) return { _tag: "Lost" } as const
+        if (row.id === null) return { _tag: "NotCreated" } as const
+        const { held: _, ...created } = row
+        return { _tag: "Created", row: created as unknown as Row } as const
+      }, traced("IdempotencyKeys.completeWith"))
 
       const once = <A, E>(scope: ClaimScope, creation: Creation<A, E>) =>
         Effect.gen(function*() {
@@ -218,7 +191,7 @@ export class IdempotencyKeys extends Context.Service<IdempotencyKeys, {
           }
         }).pipe(Effect.withSpan("IdempotencyKeys.once"))
 
-      return IdempotencyKeys.of({ claim, once, completeClaim, completeOrderClaim })
+      return IdempotencyKeys.of({ claim, once, completeWith })
     })
   )
 }

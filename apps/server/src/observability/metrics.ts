@@ -18,6 +18,12 @@ const quotaStoreDuration = Metric.histogram("quota_store_duration_seconds", {
   description: "Time the quota store takes to decide, by store",
   boundaries: latencyBoundaries
 })
+const quotaStoreAvailable = Metric.gauge("quota_store_available", {
+  description: "1 while the shared quota store (Redis) answers, 0 while requests get 503 or the per-process fallback"
+})
+const quotaStoreOutages = Metric.counter("quota_store_unavailable_total", {
+  description: "Times the shared quota store (Redis) became unavailable"
+})
 const databaseQueriesInFlight = Metric.gauge("database_queries_in_flight", {
   description: "Queries sent to the database and not yet answered (the pool holds DATABASE_POOL_SIZE connections)"
 })
@@ -75,6 +81,13 @@ export const recordQuotaRefusal = (plan: string, reason: "rate_limited" | "api_k
 
 export const recordQuotaStoreDuration = (store: string, seconds: number) =>
   Metric.update(storeDurationBy(store), seconds)
+
+/** The quota store became unavailable (`false`) or answers again (`true`). */
+export const recordQuotaStoreAvailability = (store: string, available: boolean) =>
+  Effect.andThen(
+    Metric.update(Metric.withAttributes(quotaStoreAvailable, { store }), available ? 1 : 0),
+    available ? Effect.void : Metric.update(Metric.withAttributes(quotaStoreOutages, { store }), 1)
+  )
 
 const connectionsClosedBy = memo((reason) => Metric.withAttributes(databaseConnectionsClosed, { reason }))
 

@@ -15,9 +15,12 @@ import {
   type MoveRefusal,
   type OrderPage,
   type OrderPageQuery,
+  type OrderRow,
   Orders,
   type OrderScope,
-  type PlaceRefusal
+  placeUnderClaim,
+  type PlaceRefusal,
+  toOrder
 } from "./Orders.ts"
 import { traced } from "../observability/spans.ts"
 
@@ -61,7 +64,7 @@ const moveRefused =
  * What a request does with orders, across tables: who may see and move which
  * order (roles, ownership), placing once per Idempotency-Key, and each
  * refusal as the contract's error. The statements are `Orders`' (and, for a
- * placement with a key, `IdempotencyKeys.completeOrderClaim`).
+ * placement with a key, `placeUnderClaim` in `IdempotencyKeys.completeWith`).
  */
 export class OrderDesk extends Context.Service<OrderDesk, {
   readonly place: (
@@ -94,8 +97,12 @@ export class OrderDesk extends Context.Service<OrderDesk, {
           requestHash: requestHash(petId),
           noun: "order",
           complete: Effect.fnUntraced(function*(claim) {
-            const outcome = yield* idempotencyKeys.completeOrderClaim(claim, petId)
-            if (outcome._tag === "Placed") return Option.some(outcome.order)
+            const outcome = yield* idempotencyKeys.completeWith<OrderRow>(
+              claim,
+              "order",
+              placeUnderClaim(petId, claim.apiKeyId)
+            )
+            if (outcome._tag === "Created") return Option.some(toOrder(outcome.row))
             if (outcome._tag === "Lost") return Option.none()
             return yield* Effect.flatMap(
               orders.placeRefusal(petId),

@@ -87,10 +87,23 @@ const everyKey = (scope: OrderScope) => scope._tag === "Every"
 const keyOf = (scope: OrderScope) => scope._tag === "Own" ? scope.apiKeyId : ""
 
 /**
- * The orders table: all of its SQL is here, but the placement with an
- * Idempotency-Key, which is one statement with the key's completion
- * (`IdempotencyKeys.completeOrderClaim`, the same statement as `place` plus
- * the claim).
+ * The placement of an order with an Idempotency-Key, as `IdempotencyKeys.completeWith` runs it in one statement with
+ * the key's completion: the same statements as `place`, if the claim is still held.
+ */
+export const placeUnderClaim = (petId: number, apiKeyId: string): Statement =>
+  sql`pet AS (
+            UPDATE pets SET status = 'pending', version = version + 1
+            WHERE id = ${petId}::bigint AND status = 'available' AND EXISTS (SELECT 1 FROM claim_held)
+            RETURNING id
+          ), created AS (
+            INSERT INTO orders (pet_id, open_pet_id, api_key_id, status)
+            SELECT id, id, ${apiKeyId}, 'placed' FROM pet
+            RETURNING id, pet_id, status, placed_at, updated_at
+          )`
+
+/**
+ * The orders table: all of its SQL is here (a placement with an
+ * Idempotency-Key runs `placeUnderClaim` in the key's statement).
  *
  * An order and its pet move together, each move one statement, so no crash or
  * interleaving leaves them disagreeing. Those statements also write the pets

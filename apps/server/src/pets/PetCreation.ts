@@ -1,9 +1,9 @@
 import type { IdempotencyKeyInFlight, IdempotencyKeyReused, NewPet } from "@petstore/contract"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
-import { Pets, type StoredPet } from "./Pets.ts"
+import { createUnderClaim, Pets, type StoredPet, toStoredPet, type VersionedPetRow } from "./Pets.ts"
 import { traced } from "../observability/spans.ts"
 
 /** The pet a create answers with; `replayed` when it is the stored answer to an earlier request with the same Idempotency-Key. */
@@ -40,7 +40,12 @@ export class PetCreation extends Context.Service<PetCreation, {
           const { created, replayed } = yield* idempotencyKeys.once({ apiKeyId, key: idempotencyKey }, {
             requestHash: requestHash(pet),
             noun: "pet",
-            complete: (claim) => idempotencyKeys.completeClaim(claim, pet),
+            complete: (claim) =>
+              idempotencyKeys.completeWith<VersionedPetRow>(claim, "pet", createUnderClaim(pet)).pipe(
+                Effect.map((completion) =>
+                  completion._tag === "Created" ? Option.some(toStoredPet(completion.row)) : Option.none()
+                )
+              ),
             replay: pets.get
           })
           return { stored: created, replayed }

@@ -3,7 +3,7 @@ import { Context, Effect, Exit, Layer, Option, Request, RequestResolver } from "
 import { answerTogetherOrEach } from "../db/batch.ts"
 import { Database } from "../db/Database.ts"
 import { DatabaseError, errorCode } from "../db/DatabaseError.ts"
-import { arrayLiteral, sql } from "../db/sql.ts"
+import { arrayLiteral, sql, type Statement } from "../db/sql.ts"
 import { traced } from "../observability/spans.ts"
 
 export interface PetPage {
@@ -75,10 +75,19 @@ const CreatePet = Request.of<CreatePet>()
 const GetPet = Request.of<GetPet>()
 
 /**
- * The pets table: all of its SQL is here but one statement, the insert of a
- * create with an Idempotency-Key, which is one statement with the key's
- * completion and lives with the key's other SQL (`IdempotencyKeys.completeClaim`).
- * Concurrent requests' queries are collected and sent together, one statement
+ * The insert of a create with an Idempotency-Key, as `IdempotencyKeys.completeWith` runs it in one statement with
+ * the key's completion: one row of the insert `create` makes, if the claim is still held.
+ */
+export const createUnderClaim = (pet: NewPet): Statement =>
+  sql`created AS (
+            INSERT INTO pets (name, category_id, status)
+            SELECT ${pet.name}, ${pet.categoryId}, ${pet.status} FROM claim_held
+            RETURNING id, name, category_id, status, version
+          )`
+
+/**
+ * The pets table: all of its SQL is here (a create with an Idempotency-Key
+ * runs `createUnderClaim` in the key's statement). Concurrent requests' queries are collected and sent together, one statement
  * per kind, so the round trip is shared; each request still gets exactly what
  * its own query would return.
  */

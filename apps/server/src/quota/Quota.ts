@@ -2,9 +2,12 @@ import type { QuotaLimits } from "@petstore/contract"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import type { ApiKey } from "../auth/ApiKeys.ts"
 import { AppConfig, quotaStoreKind } from "../config.ts"
+import type { StartupError } from "../startupError.ts"
+import type { Database } from "../db/Database.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { recordQuotaStoreDuration } from "../observability/metrics.ts"
 import { traced } from "../observability/spans.ts"
+import { RedisQuotaStore } from "./redis/RedisQuotaStore.ts"
 import { ADDRESS_SUBJECT_PREFIX, DAY_MILLIS, MINUTE_MILLIS, QuotaStore } from "./QuotaStore.ts"
 
 /** Who spends quota: an API key, or the address of a client that has no valid key. */
@@ -95,7 +98,7 @@ export class Quota extends Context.Service<Quota, {
           yield* recordQuotaStoreDuration(store.kind, (performance.now() - started) / 1000)
           return {
             admitted: admission.admitted,
-            now,
+            now: admission.decidedAt ?? now,
             minute: windowState(subject.perMinute, admission.minuteCount, admission.minuteStart, MINUTE_MILLIS),
             day: Option.map(subject.perDay, (perDay) =>
               windowState(perDay, admission.dayCount, admission.dayStart, DAY_MILLIS)),
@@ -115,6 +118,11 @@ export class Quota extends Context.Service<Quota, {
 
   static readonly layerFromConfig = Layer.unwrap(Effect.gen(function*() {
     const kind = quotaStoreKind(yield* AppConfig)
-    return Quota.layer.pipe(Layer.provide(kind === "postgres" ? QuotaStore.postgres : QuotaStore.memory))
+    const store: Layer.Layer<QuotaStore, StartupError, AppConfig | Database> = kind === "redis"
+      ? RedisQuotaStore.layerFromConfig
+      : kind === "postgres"
+      ? QuotaStore.postgres
+      : QuotaStore.memory
+    return Quota.layer.pipe(Layer.provide(store))
   }))
 }

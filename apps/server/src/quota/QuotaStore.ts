@@ -23,6 +23,8 @@ export interface Admission {
   readonly dayStart: number
   readonly dayCount: number
   readonly bannedUntil: number | null
+  /** When the store decided by its own clock (Redis `TIME`), that time: the caller's `now` was not used. */
+  readonly decidedAt?: number
 }
 
 /**
@@ -89,7 +91,7 @@ const minuteOf = (millis: number) => millis - (millis % MINUTE_MILLIS)
  * never restart a window's counts: none admits more than its limit.
  */
 export class QuotaStore extends Context.Service<QuotaStore, {
-  readonly kind: "memory" | "postgres"
+  readonly kind: "memory" | "postgres" | "redis"
   readonly admit: (request: AdmitRequest) => Effect.Effect<Admission, DatabaseError>
   readonly unban: (subject: string) => Effect.Effect<void, DatabaseError>
   /**

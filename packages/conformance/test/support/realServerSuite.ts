@@ -42,7 +42,7 @@ export const conformsOn = (backend: "pglite" | "postgres", deployment?: Deployme
       skips.filter((check) =>
         !check.id.endsWith(".daily") && !check.id.endsWith(".daily-details") &&
         !(check.id.startsWith("events.") && (check.reason ?? "").includes("has no /events")) &&
-        // realServer.webhooks.test.ts runs them, with a server that may deliver to loopback.
+        // realServer.webhooks.system.test.ts runs them, with a server that may deliver to loopback.
         !(check.id.startsWith("webhooks.") && (check.reason ?? "").includes("--webhooks"))
       ).map((check) => check.id)
     ).toEqual([])

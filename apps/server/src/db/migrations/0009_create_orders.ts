@@ -9,7 +9,7 @@
  *   order, which may since have been deleted, so it has no foreign key.
  *
  * That a pet with an open order is `pending` is kept by the statements that
- * move both in one (`orders/Orders.ts`, `IdempotencyKeys.completeOrderClaim`).
+ * move both in one (`orders/Orders.ts`: `place`, and `placeUnderClaim` under an Idempotency-Key).
  */
 export default {
   version: 9,

@@ -1,0 +1,85 @@
+/**
+ * No wedged connection: an answer PostgreSQL sent that never reaches the
+ * server, on a connection that stays open (a proxy or a network that swallowed
+ * it). postgres.js alone would keep that connection, and every statement
+ * queued behind the lost answer, forever. The server closes a connection that
+ * owes an answer and has been silent for the query timeout (or carries a
+ * statement that timed out: two 5 s clocks, whichever ends first), counts it in
+ * `database_connections_closed_total{reason="silent"|"timed_out"}`, and serves again by
+ * itself, whichever answer was swallowed: a statement's, a new connection's
+ * start-up, or the answer to its TLS request. (A pooler that desynchronises is in pooler.system.test.ts: PgBouncer
+ * in transaction mode with named prepared statements.)
+ */
+import { afterEach, describe, expect, it } from "vitest"
+import {
+  ADMIN_TOKEN,
+  createTestDatabase,
+  eventually,
+  json,
+  postgresAdminUrl,
+  send,
+  startServerProcess
+} from "@petstore/test-support"
+import { needsPostgres } from "./support/databases.ts"
+import { startProxyInFrontOf } from "./support/tcpProxy.ts"
+
+let cleanup: Array<() => Promise<void>> = []
+afterEach(async () => {
+  for (const step of cleanup.reverse()) await step().catch(() => undefined)
+  cleanup = []
+})
+
+const closedForSilence = async (admin: string) => {
+  const text = await (await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text()
+  return text.split("\n")
+    .filter((entry) =>
+      entry.startsWith("database_connections_closed_total{") && /reason="(silent|timed_out)"/.test(entry)
+    )
+    .reduce((sum, entry) => sum + Number(entry.split(" ").at(-1)), 0)
+}
+
+describe("a connection whose answer was swallowed", needsPostgres, () => {
+  it("is closed after the query timeout and replaced: the server serves again without a restart", async () => {
+    const database = await createTestDatabase(postgresAdminUrl!)
+    cleanup.push(() => database.drop())
+    const { proxy, url } = await startProxyInFrontOf(database.url)
+    cleanup.push(() => proxy.close())
+    const started = await startServerProcess({ DATABASE_URL: url })
+    cleanup.push(() => started.server.stop())
+    const key = await started.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })
+    const list = () =>
+      send(`${started.origin}/v1/pets?limit=5`, { headers: json(key), signal: AbortSignal.timeout(15_000) })
+        .catch((error) => ({ status: 0, text: String(error) }))
+    expect((await list()).status).toBe(200)
+    const pid = started.server.child.pid
+
+    proxy.swallowNextAnswer()
+    // Enough concurrent statements that some queue behind the lost answer.
+    const during = await Promise.all(Array.from({ length: 40 }, list))
+    // Each is answered (200, or 503 for those behind the lost answer), none hangs.
+    expect(
+      during.every((answer) => answer.status === 200 || answer.status === 503),
+      JSON.stringify(during.map((a) => a.status))
+    ).toBe(true)
+
+    let last = ""
+    const serves = await eventually(
+      async () => {
+        const answers = await Promise.all(Array.from({ length: 20 }, list))
+        last = answers.map((answer) => `${answer.status} ${answer.text.slice(0, 100)}`).join("\n")
+        return answers.every((answer) => answer.status === 200)
+      },
+      30_000,
+      200
+    )
+    const metrics =
+      (await (await fetch(`${started.admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text())
+        .split("\n").filter((line) => line.startsWith("database_")).join("\n")
+    const { execSync } = await import("node:child_process")
+    const sockets = execSync(`ss -tnpo | grep ${proxy.port} | grep -v "${proxy.port} *users" || true`).toString()
+    expect(serves, `${last}\n${metrics}\n${sockets}\n${started.server.output().slice(-1_000)}`).toBe(true)
+    expect(await closedForSilence(started.admin)).toBeGreaterThanOrEqual(1)
+    expect(started.server.child.pid).toBe(pid)
+    expect(started.server.child.exitCode).toBeNull()
+  }, 120_000)
+})
