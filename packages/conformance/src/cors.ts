@@ -16,10 +16,6 @@ const EXPOSED = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-rese
 const listOf = (exchange: Exchange, name: string) =>
   (header(exchange, name) ?? "").split(",").map((part) => part.trim().toLowerCase()).filter((part) => part !== "")
 
-/** Whether an answer is a browser's preflight: the invariants that hold of operations do not apply to it. */
-export const isPreflight = (exchange: Exchange) =>
-  exchange.method === "OPTIONS" && exchange.requestHeaders["access-control-request-method"] !== undefined
-
 /**
  * CORS (README "Calling the API from a browser (CORS)"), an extension: only with `--cors-origin ORIGIN`, an
  * origin the deployment allows, since CORS is off by default.

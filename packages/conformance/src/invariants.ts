@@ -1,6 +1,5 @@
 import { ErrorBody, errorStatusByCode } from "@petstore/contract"
 import { Schema } from "effect"
-import { isPreflight } from "./cors.ts"
 import { describeRequest, describeResponse, type Exchange } from "./http.ts"
 import type { Failure } from "./model.ts"
 
@@ -16,6 +15,10 @@ export interface Invariant {
 }
 
 const nonNegativeInteger = /^\d+$/
+
+/** Whether an answer is a browser's CORS preflight: the invariants that hold of operations do not apply to it. */
+const isPreflight = (exchange: Exchange) =>
+  exchange.method === "OPTIONS" && exchange.requestHeaders["access-control-request-method"] !== undefined
 
 export const rateLimitHeadersPresent: Invariant = {
   id: "headers.present",
