@@ -1,5 +1,6 @@
 import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Result, Schema, SchemaIssue } from "effect"
 import { readFileSync, statSync } from "node:fs"
+import { parseAllowedOrigins } from "./net/corsOrigins.ts"
 import { parseProxyTrust } from "./net/proxyTrust.ts"
 
 const Host = Config.String
@@ -88,6 +89,15 @@ const EnvironmentShape = Config.all({
     ),
     "TRUST_PROXY"
   ).pipe(Config.withDefault("false")),
+  /** Read by `http/cors.ts`: comma-separated origins, or `*`; empty, CORS is off. */
+  corsAllowedOrigins: Config.schema(
+    Schema.String.check(
+      Schema.makeFilter((value) =>
+        Result.match(parseAllowedOrigins(value), { onFailure: (why) => why, onSuccess: () => true })
+      )
+    ),
+    "CORS_ALLOWED_ORIGINS"
+  ).pipe(Config.withDefault("")),
   metricsPublic: Config.Boolean("METRICS_PUBLIC").pipe(Config.withDefault(false)),
   otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
   workers: Config.schema(PositiveInt, "WORKERS").pipe(Config.withDefault(1)),
@@ -263,6 +273,7 @@ const describeEvery = (config: AppConfigValues) =>
       onSome: (urls) => Redacted.value(urls).split(",").map((url) => maskUrl(url.trim())).join(",")
     }),
     banThreshold: Option.getOrElse(config.banThreshold, () => "<the key's per-minute limit>"),
+    corsAllowedOrigins: config.corsAllowedOrigins.trim() || "<unset: no CORS>",
     otlpEndpoint: Option.match(config.otlpEndpoint, { onNone: () => "<unset: no traces>", onSome: String })
   }) satisfies { readonly [K in keyof AppConfigValues]: string | number | boolean }
 

@@ -3,6 +3,7 @@ import { Context, Effect, Layer, Logger, Option, References } from "effect"
 import { FetchHttpClient, HttpRouter, HttpServer } from "effect/http"
 import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { errorBodyOf, ServiceUnavailable } from "@petstore/contract"
+import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { AdminAudit } from "./auth/AdminAudit.ts"
 import { ApiKeys } from "./auth/ApiKeys.ts"
@@ -110,14 +111,18 @@ const cannotListen = (listener: Listener, cause: unknown) => {
   }
 }
 
-const stillStarting = JSON.stringify(
-  errorBodyOf(new ServiceUnavailable({ message: "The server is starting; retry shortly" }))
-)
+const stillStarting = errorBodyOf(new ServiceUnavailable({ message: "The server is starting; retry shortly" }))
 
 /** What a request gets before the routes answer: 503, and a connection closed so the retry finds them. */
-const answerStarting = (_request: IncomingMessage, response: ServerResponse) =>
-  response.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" })
-    .end(stillStarting)
+const answerStarting = (_request: IncomingMessage, response: ServerResponse) => {
+  const requestId = randomUUID()
+  response.writeHead(503, {
+    "content-type": "application/json",
+    "retry-after": "1",
+    "x-request-id": requestId,
+    connection: "close"
+  }).end(JSON.stringify({ ...stillStarting, requestId }))
+}
 
 /**
  * Addresses the process bound at start-up, before anything slow, and holds until its listeners take them over.

@@ -33,7 +33,11 @@ describe("bad configuration stops the server at start-up", () => {
     ["DATABASE_STATEMENT_TIMEOUT", "0"],
     ["DATABASE_STATEMENT_TIMEOUT", "301"],
     ["DATABASE_DIRECT_URL", "postgres://localhost/db"],
-    ["DATABASE_PREPARED_STATEMENTS", "sometimes"]
+    ["DATABASE_PREPARED_STATEMENTS", "sometimes"],
+    ["CORS_ALLOWED_ORIGINS", "https://app.example/"],
+    ["CORS_ALLOWED_ORIGINS", "app.example"],
+    ["CORS_ALLOWED_ORIGINS", "https://app.example, *"],
+    ["CORS_ALLOWED_ORIGINS", "https://app.example:99999"]
   ])("%s=%s: exits 2 with one line naming the variable", (name, value) => {
     const result = start({ [name]: value })
     expect(result.status).toBe(2)
