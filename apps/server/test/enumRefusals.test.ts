@@ -21,7 +21,7 @@ describe("a refused enum value", () => {
   afterAll(() => server?.stop())
 
   const expectRefusal = (
-    answer: { readonly status: number; readonly body: any },
+    answer: { readonly status: number; readonly body: any; readonly headers: Headers },
     path: string,
     values: ReadonlyArray<string>
   ) => {
@@ -31,7 +31,8 @@ describe("a refused enum value", () => {
       code: "invalid_request",
       status: 400,
       message: expect.stringContaining(`${path}: ${message}`),
-      details: [{ path, message }]
+      details: [{ path, message }],
+      requestId: answer.headers.get("x-request-id")
     })
   }
 
