@@ -58,7 +58,6 @@ import { DatabaseError, QueryTimeout } from "./DatabaseError.ts"
 import { lockDataDir } from "./dataDirLock.ts"
 import type { Driver, Rows } from "./Driver.ts"
 import { knownVersion, migrate, migrationName, readSchemaState } from "./migrate.ts"
-import { pgliteDriver } from "./pgliteDriver.ts"
 import { postgresDriver } from "./postgresDriver.ts"
 import type { Statement } from "./sql.ts"
 import { migrationsRefused, pgliteOpenFailure, postgresOpenFailure, prepareDataDir } from "./startupFailures.ts"
@@ -120,7 +119,8 @@ export const openDrivers = Effect.fnUntraced(function*(config: AppConfigValues, 
             silenceMillis: role === "migrate" ? 0 : statementTimeoutMillis(config),
             onConnectionClosed
           }),
-        onNone: () => pgliteDriver(dataDir)
+        // Imported only when it runs: PGlite's module is about 2 MiB of heap that a server on PostgreSQL never uses.
+        onNone: () => import("./pgliteDriver.ts").then(({ pgliteDriver }) => pgliteDriver(dataDir))
       }),
     (cause) => pgliteOpenFailure(config.dataDir, cause)
   )

@@ -23,15 +23,23 @@ import { CurrentRequestFacts } from "./requestLog.ts"
 
 /**
  * What anyone may ask for without a key, made cheap (README "Security"): the OpenAPI document and the docs
- * page are rendered and compressed once and answered with validators, under the per-address anonymous
+ * page are rendered once, compressed once per encoding asked for, and answered with validators, under the per-address anonymous
  * limit; the probes are not limited (a kubelet or a load balancer probes from a few addresses, and a
  * probe refused would take the host out of rotation) but readiness asks the database at most once a second.
  */
 
-/** A document as it is served: its bytes in each encoding, each with its own strong validator. */
+/**
+ * A document as it is served: its bytes with a strong validator per encoding. The compressed copies are made on
+ * the first request that asks for each, once per process: most processes are never asked for the docs at all.
+ */
 interface Representation {
   readonly contentType: string
-  readonly encodings: { readonly [E in Encoding]: { readonly body: Uint8Array; readonly etag: string } }
+  readonly encoded: { readonly [E in Encoding]: Effect.Effect<EncodedBody> }
+}
+
+interface EncodedBody {
+  readonly body: Uint8Array
+  readonly etag: string
 }
 
 type Encoding = "br" | "gzip" | "identity"
@@ -42,28 +50,29 @@ const CACHE_CONTROL = "public, max-age=300"
 const gzipAsync = promisify(gzip)
 const brotliAsync = promisify(brotliCompress)
 
-/** Compressed in the thread pool, so a first visit does not stall other requests; once per process. */
+/** Compressed in the thread pool, so a first visit does not stall other requests. */
 const represent = (body: Uint8Array, contentType: string) =>
-  Effect.promise(async (): Promise<Representation> => {
-    const [gzipped, brotli] = await Promise.all([
-      gzipAsync(body, { level: zlibConstants.Z_BEST_COMPRESSION }),
-      brotliAsync(body, {
-        params: {
-          [zlibConstants.BROTLI_PARAM_QUALITY]: 9,
-          [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT,
-          [zlibConstants.BROTLI_PARAM_SIZE_HINT]: body.length
-        }
-      })
-    ])
+  Effect.gen(function*() {
     const digest = createHash("sha256").update(body).digest("base64url").slice(0, 22)
+    const compressed = (coding: "br" | "gzip", compress: () => Promise<Uint8Array>) =>
+      Effect.cached(
+        Effect.promise(compress).pipe(Effect.map((bytes) => ({ body: bytes, etag: `"${digest}-${coding}"` })))
+      )
     return {
       contentType,
-      encodings: {
-        identity: { body, etag: `"${digest}"` },
-        gzip: { body: gzipped, etag: `"${digest}-gzip"` },
-        br: { body: brotli, etag: `"${digest}-br"` }
+      encoded: {
+        identity: Effect.succeed({ body, etag: `"${digest}"` }),
+        gzip: yield* compressed("gzip", () => gzipAsync(body, { level: zlibConstants.Z_BEST_COMPRESSION })),
+        br: yield* compressed("br", () =>
+          brotliAsync(body, {
+            params: {
+              [zlibConstants.BROTLI_PARAM_QUALITY]: 9,
+              [zlibConstants.BROTLI_PARAM_MODE]: zlibConstants.BROTLI_MODE_TEXT,
+              [zlibConstants.BROTLI_PARAM_SIZE_HINT]: body.length
+            }
+          }))
       }
-    }
+    } satisfies Representation
   })
 
 /**
@@ -99,7 +108,19 @@ const matchesNoneOf = (ifNoneMatch: string | undefined, etag: string) =>
 /** The representation the request asks for: 304 when its validator is current, else the bytes. */
 const answer = (representation: Representation, request: HttpServerRequest.HttpServerRequest) => {
   const coding = negotiatedEncoding(request.headers["accept-encoding"])
-  const { body, etag } = representation.encodings[coding]
+  return Effect.map(
+    representation.encoded[coding],
+    ({ body, etag }) => answerWith(representation, request, coding, body, etag)
+  )
+}
+
+const answerWith = (
+  representation: Representation,
+  request: HttpServerRequest.HttpServerRequest,
+  coding: Encoding,
+  body: Uint8Array,
+  etag: string
+) => {
   const headers: Record<string, string> = {
     etag,
     vary: "Accept-Encoding",
@@ -205,9 +226,16 @@ export const DocumentRoutes = Layer.unwrap(Effect.gen(function*() {
     yield* router.add(
       "GET",
       `${API_BASE_PATH}/openapi.json`,
-      Effect.map(HttpServerRequest.HttpServerRequest, (request) => answer(document, request))
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => answer(document, request))
     )
-    yield* router.add("GET", "/docs", Effect.zipWith(docsPage, HttpServerRequest.HttpServerRequest, answer))
+    yield* router.add(
+      "GET",
+      "/docs",
+      Effect.flatMap(
+        Effect.zip(docsPage, HttpServerRequest.HttpServerRequest),
+        ([page, request]) => answer(page, request)
+      )
+    )
   })).pipe(Layer.provide(DocumentEdge))
 }))
 
