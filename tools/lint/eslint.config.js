@@ -39,7 +39,7 @@ export const tableWriters = {
   pets: ["pets/Pets.ts", "orders/Orders.ts"], // Orders.ts: an order moves its pet's status in the same statement.
   orders: ["orders/Orders.ts"],
   api_keys: ["auth/ApiKeys.ts"],
-  quota_usage: ["quota/QuotaStore.ts"],
+  quota_usage: ["quota/PostgresQuotaStore.ts"],
   idempotency_keys: ["idempotency/IdempotencyKeys.ts"],
   events: ["events/Events.ts", "webhooks/Deliveries.ts"], // Deliveries.ts: a test event is queued with its message.
   // Deliveries.ts disables an endpoint that keeps failing; WebhookEndpoints.ts drops a deleted endpoint's queue.

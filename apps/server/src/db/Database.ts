@@ -14,7 +14,7 @@
  * - this file: the `Database` service, which opens, migrates, times and times out.
  *
  * A table's SQL lives in the module of that table (`pets/Pets.ts`,
- * `auth/ApiKeys.ts`, `quota/QuotaStore.ts`, `idempotency/IdempotencyKeys.ts`).
+ * `auth/ApiKeys.ts`, `quota/PostgresQuotaStore.ts`, `idempotency/IdempotencyKeys.ts`).
  *
  * Why this layer and not `effect/sql` (effect 4.1 ships `SqlClient`,
  * `Migrator`, `SqlResolver` and `SqlError`), weighed piece by piece:
