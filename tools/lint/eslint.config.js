@@ -19,7 +19,7 @@ const serverSource = "apps/server/src"
  */
 export const serverRooms = [
   { room: "main", paths: ["main.ts", "cluster.ts"] },
-  { room: "server", paths: ["server.ts"] },
+  { room: "server", paths: ["server.ts", "listeners.ts"] },
   { room: "http", paths: ["http"] },
   {
     room: "services",
