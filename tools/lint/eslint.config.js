@@ -26,7 +26,10 @@ export const serverRooms = [
     paths: ["auth", "pets", "orders", "quota", "events", "webhooks", "idempotency", "drain.ts"]
   },
   { room: "db", paths: ["db"] },
-  { room: "config/net/observability", paths: ["config.ts", "startupError.ts", "net", "observability"] }
+  {
+    room: "config/net/observability",
+    paths: ["config.ts", "configSecrets.ts", "configDescription.ts", "startupError.ts", "net", "observability"]
+  }
 ]
 
 /**
