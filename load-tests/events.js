@@ -11,8 +11,9 @@
  *      pet.updated: available), or staff deliver it with API_KEY_STAFF (order.delivered, pet.updated: sold);
  *      or, STAFF_ORDER_SHARE of the stories, staff order the pet and cancel the order themselves: the customer
  *      sees the pet's events (pending, then available) and never the staff's order events.
- * After each change the VU polls GET /v1/events with the customer's key, keyset page after page (its own
- * cursor per key: the `Link: rel="next"` of the last full page), until the change's events appear.
+ * After each change the VU polls GET /v1/events with the customer's key by following links (lib/paging.js):
+ * every page links on, the end of the log to itself, so a key's walk starts where its last one ended and
+ * never reads an event twice, until the change's events appear.
  * `event_lag` is the time from the change's answer to the page that first showed its event (its resolution is
  * POLL_INTERVAL plus a page's round trip). Every change's event must appear exactly once (one event id, never a
  * second event for the same change, no id twice in one walk) with its type and object (the Pet or Order after
@@ -65,10 +66,9 @@ import { Counter, Trend } from "k6/metrics"
 import { requireKeys } from "./lib/config.js"
 import { eventsSettings } from "./lib/options.js"
 import {
-  advance,
   firstEventsPage,
-  firstSighting,
-  newCursor,
+  linksOnAsPromised,
+  readOn,
   setupData,
   startFromSetup,
   typeWalkStart,
@@ -192,8 +192,10 @@ function beta(res) {
 
 /** Per-VU state: k6 gives every VU its own copy. */
 const log = {
-  /** @type {Record<number, import("./lib/paging.js").WalkCursor>} per key: where its walks start */
+  /** @type {Record<number, string>} per key: where its next walk starts, the last page's link */
   cursors: {},
+  /** @type {Record<number, Record<string, boolean>>} per key: the ids of its last walk, none of which may show again */
+  lastWalk: {},
   /** @type {string | undefined} where every key's first walk starts, from setup */
   start: undefined,
   /** @type {Record<string, Watch>} by `type id status` */
@@ -242,60 +244,50 @@ function observe(event, at) {
 }
 
 /**
- * Reads the key's events from where its last walk left them to the end of the log, a page at a time.
- * The last page has no `Link`: the next walk starts again at the last one that had, and skips what it
- * saw there.
+ * Reads the key's events from where its last walk ended to the end of the log, following each page's link.
+ * The last page's link is where the next walk starts: no event is read twice.
  * @param {number} keyIndex
- * @returns {boolean} whether every page came
+ * @returns {boolean} whether every page came, with its link
  */
 function walk(keyIndex) {
   const key = KEYS[keyIndex] || ""
-  let cursor = log.cursors[keyIndex]
-  if (cursor === undefined) {
-    cursor = newCursor(log.start)
-    log.cursors[keyIndex] = cursor
-  }
+  const before = log.lastWalk[keyIndex] || {}
   /** @type {Record<string, boolean>} */
   const inWalk = {}
-  let url = walkStart(cursor.resume, PAGE_SIZE)
+  let url = walkStart(log.cursors[keyIndex] || log.start, PAGE_SIZE)
   for (;;) {
-    const res = send(
-      "events",
-      url === cursor.resume ? "GET /v1/events?cursor" : "GET /v1/events",
-      "GET",
-      url,
-      null,
-      key,
-      200,
-      keyIndex
-    )
+    const res = send("events", "GET /v1/events", "GET", url, null, key, 200, keyIndex)
     if (res.status !== 200) return false
     const at = Date.now()
     const events = bodyJson(res)
     const next = nextLink(res)
+    const count = Array.isArray(events) ? events.length : 0
     check(res, {
       "events: 200 with a page of events, oldest first": (r) =>
         r.status === 200 && Array.isArray(events) &&
         events.length <= PAGE_SIZE && events.every(isEvent),
       "events: Stability: beta": beta,
-      "events: the next page's Link keeps limit and a cursor": () =>
-        next === undefined ||
-        (/^https?:\/\/[^?]+\/v1\/events\?/.test(next) && next.indexOf(`limit=${PAGE_SIZE}`) >= 0 &&
-          /[?&]cursor=[A-Za-z0-9_-]+/.test(next))
+      "events: every page links on (limit kept, a new cursor), the end of the log to itself": () =>
+        next !== undefined && /^https?:\/\/[^?]+\/v1\/events\?/.test(next) && linksOnAsPromised(url, count, next)
     })
     if (!Array.isArray(events)) return false
     for (const event of events) {
       const id = isRecord(event) && typeof event.id === "string" ? event.id : ""
-      if (inWalk[id]) {
+      if (inWalk[id] || before[id]) {
         eventsDuplicated.add(1)
-        check(event, { "events: a walk shows every event once": () => false })
+        check(event, { "events: following links shows every event once": () => false })
       }
       inWalk[id] = true
-      if (firstSighting(cursor, id)) observe(event, at)
+      observe(event, at)
     }
-    const following = advance(cursor, next)
-    if (following === undefined) return true
-    url = following
+    const position = readOn(count, PAGE_SIZE, next)
+    if (position === undefined) return false
+    log.cursors[keyIndex] = position.url
+    if (position.atEnd) {
+      log.lastWalk[keyIndex] = inWalk
+      return true
+    }
+    url = position.url
   }
 }
 
@@ -303,7 +295,7 @@ function walk(keyIndex) {
  * Reads the key's events of one type from `from` (a position at or before the event) to the end: every page
  * holds that type alone, and the event once.
  * @param {number} keyIndex
- * @param {string | undefined} from a `Link` of an earlier walk, or undefined for the beginning (typeWalkStart)
+ * @param {string | undefined} from a link of an earlier walk (no type), or undefined for the beginning
  * @param {string} type
  * @param {string} eventId
  */
@@ -322,9 +314,12 @@ function walkType(keyIndex, from, type, eventId) {
     ) return
     times += events.filter((event) => event.id === eventId).length
     const next = nextLink(res)
-    if (next === undefined) break
-    check(res, { "events?type: the next page's Link keeps the type": () => next.indexOf(`type=${type}`) >= 0 })
-    url = next
+    check(res, {
+      "events?type: every page links on, keeping the type": () => linksOnAsPromised(url, events.length, next)
+    })
+    const position = readOn(events.length, PAGE_SIZE, next)
+    if (position === undefined || position.atEnd) break
+    url = position.url
   }
   check(times, { "events?type: shows the change's event once": (n) => n === 1 })
 }
@@ -412,27 +407,22 @@ export function setup() {
 }
 
 /**
- * Walks the log to its end once, with the first key: the runs' walks start at its last `Link`, not at the
+ * Walks the log to its end once, with the first key: the runs' walks start at its last link, not at the
  * beginning of 30 days of events.
- * @returns {string | undefined}
+ * @returns {string} the link of the end of the log
  */
 function logEnd() {
-  const cursor = newCursor(undefined)
   let url = firstEventsPage(PAGE_SIZE)
   for (;;) {
-    const res = send(
-      "events",
-      cursor.resume === undefined ? "GET /v1/events" : "GET /v1/events?cursor",
-      "GET",
-      url,
-      null,
-      KEYS[0] || "",
-      200
-    )
-    if (res.status !== 200) exec.test.abort(`setup could not read GET /v1/events: ${res.status} ${String(res.body)}`)
-    const following = advance(cursor, nextLink(res))
-    if (following === undefined) return cursor.resume
-    url = following
+    const res = send("events", "GET /v1/events", "GET", url, null, KEYS[0] || "", 200)
+    const events = bodyJson(res)
+    if (res.status !== 200 || !Array.isArray(events)) {
+      exec.test.abort(`setup could not read GET /v1/events: ${res.status} ${String(res.body)}`)
+    }
+    const position = readOn(Array.isArray(events) ? events.length : 0, PAGE_SIZE, nextLink(res))
+    if (position === undefined) exec.test.abort(`GET ${url}: a page of events without a rel="next" Link`)
+    else if (position.atEnd) return position.url
+    else url = position.url
   }
 }
 
@@ -546,8 +536,7 @@ export function changes(data) {
     ordersLeftOpen.add(1)
     return
   }
-  const cursor = log.cursors[keyIndex]
-  const from = cursor === undefined ? undefined : cursor.resume
+  const from = log.cursors[keyIndex] || log.start
   const closing = awaitEvents(keyIndex, Date.now(), [
     { type: `order.${status}`, data: { id: orderId, petId, status } },
     { type: "pet.updated", data: { id: petId, status: deliver ? "sold" : "available" } }

@@ -1,9 +1,13 @@
+import { MIGRATE_COMMAND } from "@petstore/server/db/Database"
 import {
+  blockContaining,
   createKey,
   createTestDatabase,
   freePort,
   missingTool,
   postgresAdminUrl,
+  readmeRuntimeRoleStatements,
+  substituted,
   type TestDatabase
 } from "@petstore/test-support"
 import { execFile, spawn } from "node:child_process"
@@ -11,7 +15,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { onPath, read, root } from "./repository.ts"
+import postgres from "postgres"
+import { kustomize, onPath, read, root } from "./repository.ts"
 
 /**
  * The images as a platform team runs them, with podman: built from the Containerfile on the local base
@@ -219,6 +224,19 @@ describe.skipIf(
       expect(write.stderr).toContain("Read-only file system")
     })
 
+    it("applies migrations with the command the README and the server's refusal print for the image", async () => {
+      const printed = /^# in the server image \(working directory \/app\): +(.+)$/m.exec(
+        blockContaining(join(root, "README.md"), "pnpm migrate").text
+      )?.[1]
+      expect(printed).toBe("node dist/main.js migrate")
+      expect(MIGRATE_COMMAND).toContain(`in the server image: \`${printed}\``)
+      // In the running container: its working directory, its user, its DATABASE_URL_FILE.
+      const outcome = await podman(["exec", name, ...printed!.split(" ")])
+      expect(outcome.stderr).toBe("")
+      expect(outcome.code).toBe(0)
+      expect(outcome.stdout).toBe("petstore: migrations applied: none pending\n")
+    })
+
     it("passes every check of the conformance image, which writes its reports to the mounted folder", async () => {
       const lines: Array<string> = []
       for (const plan of ["free", "pro", "business"] as const) {
@@ -353,6 +371,165 @@ describe.skipIf(
       expect(shown).not.toContain(databaseUrl())
     })
   })
+
+  it("runs the README's podman example as printed: the server on PGlite, a key issued on the admin port, used", async () => {
+    const example = blockContaining(join(root, "README.md"), "podman run --detach --name petstore").text
+    const [port, adminPort] = [await freePort(), await freePort()]
+    const name = `petstore-readme-example-${process.pid}`
+    const volume = `petstore-readme-example-data-${process.pid}`
+    containers.push(name)
+    volumes.push(volume)
+    // Only what must differ on a shared machine: host ports, names, and the image this run built.
+    const script = substituted(example, [
+      ["-p 8080:8080", `-p ${port}:8080`],
+      ["localhost:8080", `localhost:${port}`],
+      ["-p 127.0.0.1:8081:8081", `-p 127.0.0.1:${adminPort}:8081`],
+      ["localhost:8081", `localhost:${adminPort}`],
+      ["--name petstore ", `--name ${name} `],
+      ["-v petstore-data:/data", `-v ${volume}:/data`],
+      ["petstore-server:1.0.0", serverImage]
+    ])
+    const here = mkdtempSync(join(folder, "readme-example-"))
+    // What the global flags and ulimits above do, as podman's configuration: the example's commands stay as printed.
+    const containersConf = join(folder, "containers.conf")
+    writeFileSync(
+      containersConf,
+      [
+        "[containers]",
+        "default_ulimits = [\"nofile=20000:20000\", \"nproc=4096:4096\"]",
+        "[engine]",
+        "runtime = \"runc\"",
+        "cgroup_manager = \"cgroupfs\"",
+        ""
+      ].join("\n")
+    )
+    const outcome = await new Promise<Outcome>((resolve) => {
+      // The example waits for readiness with an unbounded loop, as a reader's shell would: the bound is here.
+      execFile("bash", ["-e", "-c", script], {
+        cwd: here,
+        env: { ...process.env, CONTAINERS_CONF: containersConf },
+        timeout: 240_000
+      }, (error, stdout, stderr) => resolve({ code: error ? (error.code as number) ?? 1 : 0, stdout, stderr }))
+    })
+    expect(outcome.code, `${outcome.stderr}${outcome.stdout}\n${(await podman(["logs", name])).stderr}`).toBe(0)
+    // `podman run --detach` prints the container's id; the last command's answer follows it: the store's pets, to
+    // the key the example issued (a refused or empty key gets an error object).
+    const [containerId, answer] = outcome.stdout.split("\n")
+    expect(await inspect(name, "{{.Id}}")).toBe(containerId)
+    expect(Array.isArray(JSON.parse(answer!)), outcome.stdout).toBe(true)
+    const token = readFileSync(join(here, "admin-token"), "utf8").trim()
+    const keys = await fetch(`http://127.0.0.1:${adminPort}/admin/keys`, {
+      headers: { authorization: `Bearer ${token}` }
+    })
+    expect(keys.status).toBe(200)
+    expect((await keys.json()) as Array<{ name?: string }>).toContainEqual(
+      expect.objectContaining({ name: "my laptop" })
+    )
+    // The admin port is published on the host's loopback only; the public port on every address.
+    expect((await ok(["port", name])).split("\n").sort()).toEqual([
+      `8080/tcp -> 0.0.0.0:${port}`,
+      `8081/tcp -> 127.0.0.1:${adminPort}`
+    ])
+  })
+
+  it.skipIf(onPath("kubectl") === undefined && missingTool("kubectl is not on PATH: the kit's pod is not run").skip)(
+    "runs the Kubernetes kit's pod as rendered: the init container migrates as the owner, the server serves as the row-only role",
+    async () => {
+      const objects = kustomize(onPath("kubectl")!, "deploy/kubernetes/base")
+      const pod = objects.find((object) => object.kind === "Deployment")!.spec.template.spec
+      const config = objects.find((object) => object.kind === "ConfigMap")!.data!
+      const fresh = await createTestDatabase(postgresAdminUrl!, "petstore_images_kit")
+      const role = `petstore_app_${process.pid}`
+      const admin = postgres(fresh.url, { max: 1, onnotice: () => {} })
+      try {
+        const owner = decodeURIComponent(new URL(fresh.url).username)
+        for (const statement of readmeRuntimeRoleStatements(role, new URL(fresh.url).pathname.slice(1), owner)) {
+          await admin.unsafe(statement)
+        }
+        const runtimeUrl = new URL(fresh.url)
+        runtimeUrl.username = role
+        // What `kubectl create secret generic` would hold (deploy/README.md, "Kubernetes").
+        const secretData: Record<string, Record<string, string>> = {
+          "petstore-migrate": { "database-url": fresh.url },
+          "petstore-secrets": { "admin-token": adminToken, "database-url": runtimeUrl.toString() }
+        }
+        const [port, adminPort] = [await freePort(), await freePort()]
+        // The pod's network is the host's here: only its ports and addresses differ from what the kit renders.
+        const hostNetwork: Record<string, string> = {
+          PORT: String(port),
+          ADMIN_PORT: String(adminPort),
+          HOST: "127.0.0.1",
+          ADMIN_HOST: "127.0.0.1"
+        }
+        const podmanArgs = (container: any) => {
+          const volumes = container.volumeMounts.flatMap((mount: { name: string; mountPath: string }) => {
+            const volume = pod.volumes.find((volume: { name: string }) => volume.name === mount.name)
+            if (volume.emptyDir !== undefined) return ["--tmpfs", mount.mountPath]
+            const secretFolder = join(folder, `kit-${volume.secret.secretName}`)
+            mkdirSync(secretFolder, { recursive: true })
+            for (const [key, value] of Object.entries(secretData[volume.secret.secretName]!)) {
+              writeFileSync(join(secretFolder, key), value)
+              chmodSync(join(secretFolder, key), 0o444)
+            }
+            return ["--volume", `${secretFolder}:${mount.mountPath}:ro`]
+          })
+          const env = {
+            ...config,
+            ...Object.fromEntries(container.env.map((e: any) => [e.name, e.value])),
+            ...hostNetwork
+          }
+          return [
+            ...limits,
+            "--read-only",
+            "--network",
+            "host",
+            "--user",
+            `${pod.securityContext.runAsUser}:${pod.securityContext.runAsGroup}`,
+            ...volumes,
+            ...Object.entries(env).flatMap(([name, value]) => ["--env", `${name}=${value}`]),
+            ...(container.command === undefined ? [] : ["--entrypoint", JSON.stringify(container.command)]),
+            serverImage,
+            ...(container.args ?? [])
+          ]
+        }
+        const [migrate] = pod.initContainers
+        const migrated = await podman(["run", "--rm", ...podmanArgs(migrate)])
+        expect(migrated.code, migrated.stderr).toBe(0)
+        expect(migrated.stdout).toMatch(/^petstore: migrations applied: 1_create_pets, /)
+        const [tables] =
+          await admin`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public' AND tableowner <> ${owner}`
+        expect(tables!.n, "every table belongs to the owner").toBe(0)
+
+        const name = `petstore-image-test-kit-${process.pid}`
+        containers.push(name)
+        const server = pod.containers.find((container: { name: string }) => container.name === "server")
+        await ok(["run", "--detach", "--name", name, ...podmanArgs(server)])
+        await waitFor(
+          async () => await status(`http://127.0.0.1:${port}/readyz`) === 200,
+          180_000,
+          "kit's server ready"
+        )
+          .catch(async (error) => {
+            throw new Error(`${error}\n${(await podman(["logs", name])).stderr}`)
+          })
+        const key = (await createKey(`http://127.0.0.1:${adminPort}`, "free", undefined, adminToken)).key
+        const created = await fetch(`http://127.0.0.1:${port}/v1/pets`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({ name: "Served by the row-only role", categoryId: 1 })
+        })
+        expect(created.status).toBe(201)
+        const [sessions] = await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE usename = ${role}`
+        expect(sessions!.n, "the server connects as the runtime role").toBeGreaterThan(0)
+        await ok(["rm", "--force", "--volumes", "--time", "0", name])
+      } finally {
+        await admin.end()
+        await fresh.drop()
+        const cluster = postgres(postgresAdminUrl!, { max: 1, onnotice: () => {} })
+        await cluster.unsafe(`DROP ROLE IF EXISTS ${role}`).finally(() => cluster.end())
+      }
+    }
+  )
 
   it("keeps PGlite's data on a volume across containers, published with -p as the README runs it", async () => {
     const volume = `petstore-image-test-data-${process.pid}`

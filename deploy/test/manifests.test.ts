@@ -9,6 +9,7 @@ import {
   type KubernetesObject,
   measuredMemoryMiB,
   onPath,
+  read,
   serverVariables,
   shutdownFacts
 } from "./repository.ts"
@@ -78,9 +79,53 @@ describe.skipIf(
       for (const name of set) expect(variables, name).toContain(name)
       expect(set).not.toContain("ADMIN_TOKEN")
       expect(set).not.toContain("DATABASE_URL")
-      const mounted = pod.volumes.find((volume: { name: string }) => volume.name === "secrets").secret
-      expect(mounted.secretName).toBe("petstore-secrets")
-      for (const env of server.env) expect(env.value).toMatch(/^\/run\/secrets\/petstore\//)
+      for (const container of [...pod.initContainers, ...pod.containers]) {
+        for (const env of container.env) expect(env.value, container.name).toMatch(/^\/run\/secrets\/[a-z-]+\/[a-z-]+$/)
+      }
+    })
+
+    it("migrates as the schema's owner and serves as the row-only role, each from its own Secret (README, \"Roles and migrations\")", () => {
+      /** The Secret behind the file a container's variable names, through the container's mounts. */
+      const secretBehind = (
+        container: { env: Array<{ name: string; value: string }>; volumeMounts: Array<any> },
+        name: string
+      ) => {
+        const file = container.env.find((env) => env.name === name)?.value
+        expect(file, name).toBeDefined()
+        const mount = container.volumeMounts.find((mount) => file!.startsWith(`${mount.mountPath}/`))
+        expect(mount, file).toBeDefined()
+        const volume = pod.volumes.find((volume: { name: string }) => volume.name === mount.name)
+        return { secretName: volume.secret?.secretName as string, key: file!.slice(mount.mountPath.length + 1) }
+      }
+      const migrate = pod.initContainers.find((container: { name: string }) => container.name === "migrate")
+      const owner = secretBehind(migrate, "DATABASE_URL_FILE")
+      const runtime = secretBehind(server, "DATABASE_URL_FILE")
+      expect(owner).toEqual({ secretName: "petstore-migrate", key: "database-url" })
+      expect(runtime).toEqual({ secretName: "petstore-secrets", key: "database-url" })
+      expect(secretBehind(server, "ADMIN_TOKEN_FILE")).toEqual({ secretName: "petstore-secrets", key: "admin-token" })
+      // Neither sees the other's: the owner's password never reaches a serving pod, nor the admin token the init container.
+      const secretsMountedBy = (container: { volumeMounts: Array<{ name: string }> }) =>
+        container.volumeMounts.flatMap((mount) =>
+          pod.volumes.filter((volume: { name: string; secret?: unknown }) =>
+            volume.name === mount.name && volume.secret
+          )
+            .map((volume: { secret: { secretName: string } }) => volume.secret.secretName)
+        )
+      expect(secretsMountedBy(migrate)).toEqual(["petstore-migrate"])
+      expect(secretsMountedBy(server)).toEqual(["petstore-secrets"])
+      // The server role may not migrate, so it must not try at start-up; the init container already has.
+      expect(config.MIGRATE_ON_START).toBe("false")
+    })
+
+    it("names both Secrets, with the keys the containers read, where the example overlay says how to create them", () => {
+      const overlay = read("deploy/kubernetes/overlays/example/kustomization.yaml")
+      const guide = read("deploy/README.md")
+      for (const text of [overlay, guide]) {
+        expect(text).toMatch(
+          /create secret generic petstore-secrets[^\n]*\\\n[^\n]*--from-file=admin-token=[^\n]*--from-file=database-url=/
+        )
+        expect(text).toMatch(/create secret generic petstore-migrate --from-file=database-url=/)
+      }
     })
 
     it("probes the server's health paths on the ports the ConfigMap gives it", () => {

@@ -223,8 +223,12 @@ export function isWebhookAttempt(value) {
 export function isErrorBody(res, code) {
   const body = bodyJson(res)
   if (!isRecord(body)) return false
-  const allowed = res.status === 400 ? ["code", "message", "status", "details"] : ["code", "message", "status"]
+  const allowed = res.status === 400
+    ? ["code", "message", "status", "details", "requestId"]
+    : ["code", "message", "status", "requestId"]
   if (!Object.keys(body).every((field) => allowed.indexOf(field) >= 0)) return false
+  // The README's requestId: the answer's X-Request-Id, in every error body.
+  if (body.requestId !== header(res, "X-Request-Id")) return false
   if (typeof body.code !== "string" || typeof body.message !== "string" || body.message === "") return false
   if (body.status !== res.status) return false
   if (code !== undefined && body.code !== code) return false

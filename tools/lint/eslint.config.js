@@ -42,6 +42,8 @@ export const tableWriters = {
   pets: ["pets/Pets.ts", "orders/Orders.ts"], // Orders.ts: an order moves its pet's status in the same statement.
   orders: ["orders/Orders.ts"],
   api_keys: ["auth/ApiKeys.ts"],
+  // ApiKeys.ts records each admin change in the statement that makes it; AdminAudit.ts sweeps the trail.
+  admin_audit: ["auth/ApiKeys.ts", "auth/AdminAudit.ts"],
   quota_usage: ["quota/PostgresQuotaStore.ts"],
   idempotency_keys: ["idempotency/IdempotencyKeys.ts"],
   events: ["events/Events.ts", "webhooks/Deliveries.ts"], // Deliveries.ts: a test event is queued with its message.

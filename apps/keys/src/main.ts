@@ -20,13 +20,16 @@ import {
   ApiKeyId,
   ApiKeyName,
   type ApiKeyView,
+  AuditAction,
+  type AuditEntry,
   KeyRole,
   type KeyUsage,
   makeAdminClient,
+  nextCursor,
   Plan,
   QuotaLimits
 } from "@petstore/contract"
-import { Config, Console, Context, Data, Effect, Layer, Option, Predicate, Runtime } from "effect"
+import { Config, Console, Context, Data, Effect, Layer, Option, Predicate, Runtime, Schema } from "effect"
 import { Argument, CliError, CliOutput, Command, Flag } from "effect/cli"
 import { HttpClientError } from "effect/http"
 
@@ -174,6 +177,13 @@ const limitsFitThePlan = <Input extends LimitInput & { readonly plan: Plan }>(in
     ? usageError(`--per-minute and --per-day are for enterprise keys only: the ${input.plan} plan's limits are fixed`)
     : Effect.void
 
+/** A duration as people type it: a whole number and s, m, h or d. */
+const DurationText = Schema.String.check(
+  Schema.isPattern(/^[0-9]{1,9}[smhd]$/, { expected: "a duration such as 30d, 12h, 90m or 3600s" })
+)
+const seconds = (text: string) => Number(text.slice(0, -1)) * { s: 1, m: 60, h: 3_600, d: 86_400 }[text.at(-1)!]!
+const fromNow = (seconds: number) => new Date(Date.now() + seconds * 1_000).toISOString()
+
 const create = Command.make(
   "create",
   {
@@ -184,6 +194,11 @@ const create = Command.make(
       Flag.optional
     ),
     role: role.pipe(Flag.optional),
+    expiresIn: Flag.String("expires-in").pipe(
+      Flag.withSchema(DurationText),
+      Flag.withDescription("The key expires this long from now: 30d, 12h, 90m or 3600s (at most 366d)"),
+      Flag.optional
+    ),
     ...limitFlags
   },
   Effect.fn(function*(input) {
@@ -195,7 +210,8 @@ const create = Command.make(
           plan: input.plan,
           ...fieldIfSome("name", input.name),
           ...fieldIfSome("limits", limitsOf(input)),
-          ...fieldIfSome("role", input.role)
+          ...fieldIfSome("role", input.role),
+          ...fieldIfSome("expiresAt", Option.map(input.expiresIn, (text) => fromNow(seconds(text))))
         }
       })
     )
@@ -206,6 +222,7 @@ const create = Command.make(
       `  limits: ${formatLimits(created.limits)}`,
       `  role:   ${created.role ?? "customer"}`,
       ...(created.name === "" ? [] : [`  name:   ${created.name}`]),
+      ...(created.expiresAt === undefined ? [] : [`  expires: ${created.expiresAt}`]),
       `  key:    ${created.key}`,
       "",
       "The key is shown only this once and cannot be retrieved later: store it now."
@@ -222,7 +239,8 @@ const create = Command.make(
   Command.withExamples([
     { command: "keys create --plan pro --name ci-bot", description: "A pro key" },
     { command: "keys create --plan enterprise --per-minute 5000 --per-day 1000000", description: "An enterprise key" },
-    { command: "keys create --plan business --role staff --name front-desk", description: "A staff key" }
+    { command: "keys create --plan business --role staff --name front-desk", description: "A staff key" },
+    { command: "keys create --plan free --name trial --expires-in 30d", description: "A key that expires in 30 days" }
   ])
 )
 
@@ -232,29 +250,43 @@ const table = (rows: ReadonlyArray<ReadonlyArray<string>>) => {
   return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ").trimEnd()).join("\n")
 }
 
+/** A time to the minute, as `lastUsedAt` is exact to a minute. */
+const toMinute = (iso: string | undefined) => iso === undefined ? "-" : iso.slice(0, 16) + "Z"
+
 const keyRow = (key: ApiKeyView) => [
   key.id,
   key.plan,
   formatLimits(key.limits),
   key.role ?? "customer",
   key.name || "-",
-  key.createdAt
+  key.createdAt,
+  toMinute(key.expiresAt),
+  toMinute(key.lastUsedAt)
 ]
 
 const list = Command.make(
   "list",
-  {},
-  Effect.fn(function*() {
+  {
+    expired: Flag.Boolean("expired").pipe(
+      Flag.withDescription("List the expired keys instead (kept 30 days after they expire)"),
+      Flag.withDefault(false)
+    )
+  },
+  Effect.fn(function*({ expired }) {
     const { json } = yield* keys
     const admin = yield* Admin
-    const all = yield* admin.call((client) => client.keys.listKeys({}))
+    const all = yield* admin.call((client) => client.keys.listKeys({ query: { state: expired ? "expired" : "live" } }))
     if (json) return yield* printJson(all)
-    if (all.length === 0) return yield* Console.log("No live API keys.")
-    yield* Console.log(table([["ID", "PLAN", "LIMITS", "ROLE", "NAME", "CREATED"], ...all.map(keyRow)]))
+    if (all.length === 0) return yield* Console.log(expired ? "No expired API keys." : "No live API keys.")
+    yield* Console.log(
+      table([["ID", "PLAN", "LIMITS", "ROLE", "NAME", "CREATED", "EXPIRES", "LAST USED"], ...all.map(keyRow)])
+    )
   })
 ).pipe(
   Command.provide(Admin.layer),
-  Command.withDescription("List the live API keys: id, plan, limits, role, name, creation time (never a secret)")
+  Command.withDescription(
+    "List the live API keys: id, plan, limits, role, name, creation, expiry and last use (never a secret)"
+  )
 )
 
 const id = Argument.String("id").pipe(
@@ -311,6 +343,122 @@ const setRole = Command.make(
 ).pipe(
   Command.provide(Admin.layer),
   Command.withDescription("Make a key a customer or staff; every server process sees it at once")
+)
+
+const setExpiry = Command.make(
+  "set-expiry",
+  {
+    id,
+    expiresIn: Flag.String("expires-in").pipe(
+      Flag.withSchema(DurationText),
+      Flag.withDescription("The key expires this long from now: 30d, 12h, 90m or 3600s (at most 366d)"),
+      Flag.optional
+    ),
+    never: Flag.Boolean("never").pipe(Flag.withDescription("The key never expires"), Flag.withDefault(false))
+  },
+  Effect.fn(function*(input) {
+    const { json } = yield* keys
+    const admin = yield* Admin
+    const expiresAt = Option.match(input.expiresIn, { onNone: () => null, onSome: (text) => fromNow(seconds(text)) })
+    const updated = yield* admin.call((client) =>
+      client.keys.updateKey({ params: { id: input.id }, payload: { expiresAt } })
+    )
+    if (json) return yield* printJson(updated)
+    yield* Console.log(
+      `Updated ${updated.id}: ${updated.expiresAt === undefined ? "never expires" : `expires ${updated.expiresAt}`}`
+    )
+  })
+).pipe(
+  Command.validate((input) =>
+    Option.isSome(input.expiresIn) === input.never
+      ? Effect.fail(new CliError.ValidationError({ message: "give one of --expires-in and --never" }))
+      : Effect.void
+  ),
+  Command.provide(Admin.layer),
+  Command.withDescription("Set when a key expires, or make it never expire; brings an expired key back")
+)
+
+const roll = Command.make(
+  "roll",
+  {
+    id,
+    overlap: Flag.String("overlap").pipe(
+      Flag.withSchema(DurationText),
+      Flag.withDescription("How long the current secret keeps working (default 24h, at most 7d; 0s cuts over now)"),
+      Flag.optional
+    )
+  },
+  Effect.fn(function*(input) {
+    const { json } = yield* keys
+    const admin = yield* Admin
+    const rolled = yield* admin.call((client) =>
+      client.keys.rollKey({
+        params: { id: input.id },
+        payload: fieldIfSome("overlapSeconds", Option.map(input.overlap, seconds))
+      })
+    )
+    if (json) return yield* printJson(rolled)
+    yield* Console.log([
+      `Rolled ${rolled.id}`,
+      `  key:    ${rolled.key}`,
+      rolled.previousKeyExpiresAt === undefined
+        ? "  The previous secret no longer works."
+        : `  The previous secret works until ${rolled.previousKeyExpiresAt}.`,
+      "",
+      "The new key is shown only this once and cannot be retrieved later: store it now."
+    ].join("\n"))
+  })
+).pipe(
+  Command.provide(Admin.layer),
+  Command.withDescription("Give a key a new secret (shown once); the old one keeps working for the overlap"),
+  Command.withExamples([{ command: "keys roll key_0123456789abcdef --overlap 1h", description: "A one-hour overlap" }])
+)
+
+const auditRow = (entry: AuditEntry) => [
+  entry.occurredAt,
+  entry.action,
+  entry.keyId,
+  entry.clientAddress,
+  JSON.stringify(entry.changes)
+]
+
+const audit = Command.make(
+  "audit",
+  {
+    key: Flag.String("key").pipe(Flag.withSchema(ApiKeyId), Flag.withDescription("Only this key's"), Flag.optional),
+    action: Flag.Literals("action", AuditAction.literals).pipe(
+      Flag.withDescription("Only this action's"),
+      Flag.optional
+    ),
+    limit: Flag.Int("limit").pipe(
+      Flag.withSchema(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))),
+      Flag.withDescription("Entries a page, 1-100 (default 20)"),
+      Flag.optional
+    ),
+    cursor: Flag.String("cursor").pipe(Flag.withDescription("Continue where a previous page ended"), Flag.optional)
+  },
+  Effect.fn(function*(input) {
+    const { json } = yield* keys
+    const admin = yield* Admin
+    const { body, headers } = yield* admin.call((client) =>
+      client.audit.listAudit({
+        query: {
+          ...fieldIfSome("keyId", input.key),
+          ...fieldIfSome("action", input.action),
+          ...fieldIfSome("limit", input.limit),
+          ...fieldIfSome("cursor", input.cursor)
+        }
+      })
+    )
+    const next = nextCursor(headers.link)
+    if (json) return yield* printJson({ entries: body, next: Option.getOrNull(next) })
+    if (body.length === 0) return yield* Console.log("No audit entries.")
+    yield* Console.log(table([["TIME", "ACTION", "KEY", "FROM", "CHANGES"], ...body.map(auditRow)]))
+    if (Option.isSome(next)) yield* Console.log(`Older entries: keys audit --cursor ${next.value}`)
+  })
+).pipe(
+  Command.provide(Admin.layer),
+  Command.withDescription("Show the admin API's audit trail, newest first (never a secret)")
 )
 
 const isoSeconds = (unixSeconds: number) => new Date(unixSeconds * 1_000).toISOString().replace(".000Z", "Z")
@@ -390,7 +538,7 @@ class UsageError extends Data.TaggedError("UsageError")<{}> {
 }
 
 keys.pipe(
-  Command.withSubcommands([create, list, usage, setPlan, setRole, unban, revoke]),
+  Command.withSubcommands([create, list, roll, usage, setPlan, setRole, setExpiry, unban, revoke, audit]),
   Command.run({ version: "1.0.0" }),
   Effect.catchIf(
     (error) => CliError.isCliError(error) && error._tag === "ShowHelp" && error.errors.length > 0,

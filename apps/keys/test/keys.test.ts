@@ -65,7 +65,7 @@ describe("pnpm keys", () => {
   it("list starts with a header row whose columns line up with the keys'", async () => {
     const outcome = await keys("list")
     const [header, ...rows] = outcome.stdout.trimEnd().split("\n")
-    expect(header).toMatch(/^ID +PLAN +LIMITS +ROLE +NAME +CREATED$/)
+    expect(header).toMatch(/^ID +PLAN +LIMITS +ROLE +NAME +CREATED +EXPIRES +LAST USED$/)
     const row = rows.find((line) => line.startsWith(created.id))!
     for (
       const [column, value] of [["PLAN", "pro"], ["LIMITS", "300/min"], ["ROLE", "customer"], [
@@ -75,6 +75,66 @@ describe("pnpm keys", () => {
     ) {
       expect(row.indexOf(value), column).toBe(header!.indexOf(column))
     }
+  })
+
+  it("create --expires-in sets the expiry; list shows it, and the last use to the minute", async () => {
+    const before = Date.now()
+    const outcome = await keys("create", "--plan", "free", "--name", "trial", "--expires-in", "30d")
+    expect(outcome.code).toBe(0)
+    const id = outcome.stdout.match(/\bkey_[0-9a-z]{16}\b/)![0]
+    const key = outcome.stdout.match(/\bpsk_\S+/)![0]
+    const expires = new Date(outcome.stdout.match(/expires:\s+(\S+)/)![1]!).getTime()
+    expect(expires).toBeGreaterThanOrEqual(before + 30 * 86_400_000)
+    expect(expires).toBeLessThanOrEqual(Date.now() + 30 * 86_400_000)
+    expect((await getPets(key)).status).toBe(200)
+    const listed = await keys("list")
+    const [header, ...rows] = listed.stdout.trimEnd().split("\n")
+    const row = rows.find((line) => line.startsWith(id))!
+    expect(row.slice(header!.indexOf("EXPIRES"))).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\dZ +\d{4}-\d\d-\d\dT\d\d:\d\dZ$/)
+    const refused = await keys("create", "--plan", "free", "--expires-in", "soon")
+    expect(refused.code).toBe(2)
+  })
+
+  it("set-expiry sets or clears a key's expiry, and wants exactly one of --expires-in and --never", async () => {
+    const { id } = await server.createKey("free")
+    const set = await keys("set-expiry", id, "--expires-in", "12h")
+    expect(set.code).toBe(0)
+    expect(set.stdout).toMatch(new RegExp(`^Updated ${id}: expires \\d{4}-`))
+    const cleared = await keys("set-expiry", id, "--never")
+    expect(cleared.stdout.trim()).toBe(`Updated ${id}: never expires`)
+    expect((await keys("set-expiry", id)).code).toBe(2)
+    expect((await keys("set-expiry", id, "--never", "--expires-in", "1h")).code).toBe(2)
+  })
+
+  it("roll prints a new secret for the same key; the old one keeps working for the overlap", async () => {
+    const { id, key } = await server.createKey("pro")
+    const outcome = await keys("roll", id, "--overlap", "1h")
+    expect(outcome.code).toBe(0)
+    expect(outcome.stdout).toContain(`Rolled ${id}`)
+    const rolled = outcome.stdout.match(/\bpsk_[0-9A-Za-z]{49}\b/)![0]
+    expect(rolled).not.toBe(key)
+    expect(outcome.stdout).toMatch(/previous secret works until \d{4}-/)
+    expect((await getPets(rolled)).status).toBe(200)
+    expect((await getPets(key)).status).toBe(200)
+    const cut = await keys("roll", id, "--overlap", "0s", "--json")
+    expect(JSON.parse(cut.stdout)).toMatchObject({ id, key: expect.stringMatching(/^psk_/) })
+    expect((await getPets(rolled)).status).toBe(401)
+  })
+
+  it("audit shows the admin changes of a key, newest first, never a secret", async () => {
+    const { id, key } = await server.createKey("free")
+    await keys("set-plan", id, "--plan", "pro")
+    await keys("revoke", id)
+    const outcome = await keys("audit", "--key", id)
+    expect(outcome.code).toBe(0)
+    const [header, ...rows] = outcome.stdout.trimEnd().split("\n")
+    expect(header).toMatch(/^TIME +ACTION +KEY +FROM +CHANGES$/)
+    expect(rows.map((row) => row.split(/ +/)[1])).toEqual(["key.revoked", "key.updated", "key.created"])
+    expect(outcome.stdout).not.toContain(key)
+    const paged = await keys("audit", "--key", id, "--limit", "1")
+    expect(paged.stdout).toMatch(/Older entries: keys audit --cursor \S+/)
+    const only = await keys("audit", "--key", id, "--action", "key.updated", "--json")
+    expect(JSON.parse(only.stdout).entries).toHaveLength(1)
   })
 
   it("list --json prints the admin API's answer", async () => {

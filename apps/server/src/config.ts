@@ -1,4 +1,5 @@
 import { Config, Context, Effect, Layer, Option, Result, Schema, SchemaIssue } from "effect"
+import { parseAllowedOrigins } from "./net/corsOrigins.ts"
 import { parseProxyTrust } from "./net/proxyTrust.ts"
 
 const Host = Config.String
@@ -87,6 +88,15 @@ const EnvironmentShape = Config.all({
     ),
     "TRUST_PROXY"
   ).pipe(Config.withDefault("false")),
+  /** Read by `http/cors.ts`: comma-separated origins, or `*`; empty, CORS is off. */
+  corsAllowedOrigins: Config.schema(
+    Schema.String.check(
+      Schema.makeFilter((value) =>
+        Result.match(parseAllowedOrigins(value), { onFailure: (why) => why, onSuccess: () => true })
+      )
+    ),
+    "CORS_ALLOWED_ORIGINS"
+  ).pipe(Config.withDefault("")),
   metricsPublic: Config.Boolean("METRICS_PUBLIC").pipe(Config.withDefault(false)),
   otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
   workers: Config.schema(PositiveInt, "WORKERS").pipe(Config.withDefault(1)),
@@ -104,25 +114,25 @@ export const quotaStoreKind = (config: AppConfigValues): "memory" | "postgres" |
   Option.getOrElse(config.quotaStore, () => Option.isSome(config.databaseUrl) ? "postgres" : "memory")
 
 /**
- * Each process counts in-memory quotas apart, so more than one worker needs
- * the shared PostgreSQL store. A configuration that asks for both is refused
- * like an invalid value: one line naming WORKERS.
+ * Each process counts in-memory quotas apart, so more than one worker needs a shared quota store; and the
+ * embedded database is one process's (its folder is locked), so more than one worker needs PostgreSQL. A
+ * configuration that asks for either is refused like an invalid value: one line naming WORKERS.
  */
-const workersShareTheirQuotas = (config: AppConfigValues): Config.Config<AppConfigValues> =>
-  config.workers > 1 && quotaStoreKind(config) === "memory"
-    ? Config.fail(
-      new Schema.SchemaError(
-        new SchemaIssue.Pointer(
-          ["WORKERS"],
-          new SchemaIssue.InvalidValue({
-            message:
-              `${config.workers} processes need a shared quota store (set DATABASE_URL, or QUOTA_STORE=redis); ` +
-              "the in-memory store would count each process's quotas apart"
-          })
-        )
-      )
+const workersShareTheirQuotas = (config: AppConfigValues): Config.Config<AppConfigValues> => {
+  if (config.workers <= 1) return Config.succeed(config)
+  const problem = Option.isNone(config.databaseUrl)
+    ? `${config.workers} processes need PostgreSQL (set DATABASE_URL); the embedded database (DATA_DIR) serves ` +
+      "one process at a time"
+    : quotaStoreKind(config) === "memory"
+    ? `${config.workers} processes need a shared quota store (set DATABASE_URL, or QUOTA_STORE=redis); ` +
+      "the in-memory store would count each process's quotas apart"
+    : undefined
+  return problem === undefined
+    ? Config.succeed(config)
+    : Config.fail(
+      new Schema.SchemaError(new SchemaIssue.Pointer(["WORKERS"], new SchemaIssue.InvalidValue({ message: problem })))
     )
-    : Config.succeed(config)
+}
 
 /** A direct URL beside no pooler's URL means nothing: refused rather than ignored. */
 const directUrlNeedsDatabaseUrl = (config: AppConfigValues): Config.Config<AppConfigValues> =>

@@ -51,6 +51,7 @@ const describeEvery = (config: AppConfigValues) =>
       onSome: (urls) => Redacted.value(urls).split(",").map((url) => maskUrl(url.trim())).join(",")
     }),
     banThreshold: Option.getOrElse(config.banThreshold, () => "<the key's per-minute limit>"),
+    corsAllowedOrigins: config.corsAllowedOrigins.trim() || "<unset: no CORS>",
     otlpEndpoint: Option.match(config.otlpEndpoint, { onNone: () => "<unset: no traces>", onSome: String })
   }) satisfies { readonly [K in keyof AppConfigValues]: string | number | boolean }
 

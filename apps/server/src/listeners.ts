@@ -1,5 +1,6 @@
 import { errorBodyOf, ServiceUnavailable } from "@petstore/contract"
 import { Context, Effect, Option } from "effect"
+import { randomUUID } from "node:crypto"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AppConfigValues } from "./config.ts"
 import { traced } from "./observability/spans.ts"
@@ -62,14 +63,18 @@ export const cannotListen = (listener: Listener, cause: unknown) => {
   }
 }
 
-const stillStarting = JSON.stringify(
-  errorBodyOf(new ServiceUnavailable({ message: "The server is starting; retry shortly" }))
-)
+const stillStarting = errorBodyOf(new ServiceUnavailable({ message: "The server is starting; retry shortly" }))
 
 /** What a request gets before the routes answer: 503, and a connection closed so the retry finds them. */
-export const answerStarting = (_request: IncomingMessage, response: ServerResponse) =>
-  response.writeHead(503, { "content-type": "application/json", "retry-after": "1", connection: "close" })
-    .end(stillStarting)
+export const answerStarting = (_request: IncomingMessage, response: ServerResponse) => {
+  const requestId = randomUUID()
+  response.writeHead(503, {
+    "content-type": "application/json",
+    "retry-after": "1",
+    "x-request-id": requestId,
+    connection: "close"
+  }).end(JSON.stringify({ ...stillStarting, requestId }))
+}
 
 /**
  * Addresses the process bound at start-up, before anything slow, and holds until its listeners take them over.

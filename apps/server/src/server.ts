@@ -3,6 +3,7 @@ import { Context, Effect, Layer, Logger, Option, References } from "effect"
 import { FetchHttpClient, HttpRouter, HttpServer } from "effect/http"
 import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { AdminAudit } from "./auth/AdminAudit.ts"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, quotaStoreKind } from "./config.ts"
 import { describeConfig } from "./configDescription.ts"
@@ -117,6 +118,7 @@ const Services = Layer.mergeAll(
     Layer.provideMerge(Layer.mergeAll(Events.layer, WebhookEndpoints.layer, Deliveries.layer))
   ),
   ApiKeys.layer,
+  AdminAudit.layer,
   Quota.layerFromConfig,
   PublicUrl.layer,
   Draining.layer

@@ -1,4 +1,7 @@
-import { afterAll, beforeAll, expect, it } from "vitest"
+import { MAX_KEY_LIFETIME_SECONDS } from "@petstore/contract"
+import { setTimeout as sleep } from "node:timers/promises"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { hasValidChecksum } from "../src/auth/keyFormat.ts"
 import { ADMIN_TOKEN, bearer, send } from "@petstore/test-support"
 import { describeOnEachBackend } from "./support/databases.ts"
 import { expectError } from "./support/http.ts"
@@ -174,4 +177,170 @@ describeOnEachBackend("admin API", ({ name }) => {
       expectError(await admin(path, { method, ...(method === "PATCH" ? { body: "{}" } : {}) }), 404, "not_found")
     }
   )
+
+  describe("the life of a key", () => {
+    const inSeconds = (seconds: number) => new Date(Date.now() + seconds * 1_000).toISOString()
+    const pets = (key: string) => send(`${server.baseUrl}/pets`, { headers: bearer(key) })
+    const patch = (id: string, body: unknown) => admin(`/keys/${id}`, { method: "PATCH", body: JSON.stringify(body) })
+    const roll = (id: string, body: unknown = {}) =>
+      admin(`/keys/${id}/roll`, { method: "POST", body: JSON.stringify(body) })
+    /** Expiry and overlaps run on real time here: waits are generous, never asserted on. */
+    const until = async (check: () => Promise<boolean>) => {
+      for (let attempt = 0; attempt < 200 && !(await check()); attempt++) await sleep(100)
+      return check()
+    }
+
+    it("shows expiresAt in every view, sets and clears it with PATCH, and refuses past, far and malformed times", async () => {
+      const expiresAt = inSeconds(3_600)
+      const created = await createKey({ plan: "free", expiresAt })
+      expect(created.status).toBe(201)
+      expect(created.body.expiresAt).toBe(new Date(expiresAt).toISOString())
+      const listed = (await admin("/keys")).body.find((key: { id: string }) => key.id === created.body.id)
+      expect(listed.expiresAt).toBe(created.body.expiresAt)
+      const later = inSeconds(7_200)
+      expect((await patch(created.body.id, { expiresAt: later })).body.expiresAt).toBe(new Date(later).toISOString())
+      const cleared = await patch(created.body.id, { expiresAt: null })
+      expect(cleared.status).toBe(200)
+      expect(cleared.body).not.toHaveProperty("expiresAt")
+      for (
+        const refused of [
+          inSeconds(-60),
+          inSeconds(MAX_KEY_LIFETIME_SECONDS + 3_600),
+          "tomorrow",
+          "2030-02-30",
+          `${new Date().getUTCFullYear() + 1}-02-30T00:00:00Z`,
+          "2027-01-01T24:00:00Z"
+        ]
+      ) {
+        const answer = await createKey({ plan: "free", expiresAt: refused })
+        expectError(answer, 400, "invalid_request")
+        expectError(await patch(created.body.id, { expiresAt: refused }), 400, "invalid_request")
+      }
+    })
+
+    it("an expired key gets 401 invalid_token like an unknown one, and is listed with state=expired", async () => {
+      const created = await createKey({ plan: "free", expiresAt: inSeconds(2) })
+      expect((await pets(created.body.key)).status).toBe(200)
+      expect(await until(async () => (await pets(created.body.key)).status === 401)).toBe(true)
+      const refused = await pets(created.body.key)
+      expectError(refused, 401, "unauthorized")
+      expect(refused.headers.get("www-authenticate")).toContain(`error="invalid_token"`)
+      const ids = (body: Array<{ id: string }>) => body.map((key) => key.id)
+      expect(ids((await admin("/keys")).body)).not.toContain(created.body.id)
+      expect(ids((await admin("/keys?state=expired")).body)).toContain(created.body.id)
+      expectError(await admin("/keys?state=dead"), 400, "invalid_request")
+      // An operator may bring it back.
+      expect((await patch(created.body.id, { expiresAt: inSeconds(3_600) })).status).toBe(200)
+      expect((await pets(created.body.key)).status).toBe(200)
+    })
+
+    it("rolls a key: a new secret for the same key, the old one working for the overlap, then 401", async () => {
+      const created = await createKey({ plan: "business", role: "staff", name: "rolled" })
+      const rolled = await roll(created.body.id, { overlapSeconds: 2 })
+      expect(rolled.status).toBe(200)
+      expect(rolled.body).toMatchObject({ id: created.body.id, plan: "business", role: "staff", name: "rolled" })
+      expect(rolled.body.key).toMatch(/^psk_[0-9A-Za-z]{49}$/)
+      expect(rolled.body.key).not.toBe(created.body.key)
+      expect(rolled.body.previousKeyExpiresAt).toMatch(/^\d{4}-/)
+      expect((await pets(rolled.body.key)).status).toBe(200)
+      expect(await until(async () => (await pets(created.body.key)).status === 401)).toBe(true)
+      expect((await pets(rolled.body.key)).status).toBe(200)
+      const limits = await send(`${server.baseUrl}/rate_limit`, { headers: bearer(rolled.body.key) })
+      expect(limits.body.plan).toBe("business")
+    })
+
+    it("rolling again ends the older overlap at once; overlap 0 cuts over now; bad overlaps are 400, unknown keys 404", async () => {
+      const created = await createKey({ plan: "free" })
+      const first = await roll(created.body.id)
+      expect(new Date(first.body.previousKeyExpiresAt).getTime()).toBeGreaterThan(Date.now() + 86_000_000)
+      expect((await pets(created.body.key)).status).toBe(200)
+      const second = await roll(created.body.id, { overlapSeconds: 3_600 })
+      expectError(await pets(created.body.key), 401, "unauthorized")
+      expect((await pets(first.body.key)).status).toBe(200)
+      const third = await roll(created.body.id, { overlapSeconds: 0 })
+      expect(third.body).not.toHaveProperty("previousKeyExpiresAt")
+      expectError(await pets(second.body.key), 401, "unauthorized")
+      expect((await pets(third.body.key)).status).toBe(200)
+      for (const overlapSeconds of [-1, 604_801, 1.5, "60"]) {
+        expectError(await roll(created.body.id, { overlapSeconds }), 400, "invalid_request")
+      }
+      expectError(await roll("key_0000000000000000"), 404, "not_found")
+    })
+
+    it("issues keys with a checksum a scanner can verify", async () => {
+      const { body } = await createKey({ plan: "free" })
+      expect(body.key).toMatch(/^psk_[0-9A-Za-z]{49}$/)
+      expect(hasValidChecksum(body.key)).toBe(true)
+      const tampered = body.key.slice(0, 10) + (body.key[10] === "a" ? "b" : "a") + body.key.slice(11)
+      expectError(await pets(tampered), 401, "unauthorized")
+    })
+
+    it("shows lastUsedAt once a key is used, and not before", async () => {
+      const created = await createKey({ plan: "free" })
+      const view = async () => (await admin("/keys")).body.find((key: { id: string }) => key.id === created.body.id)
+      expect(await view()).not.toHaveProperty("lastUsedAt")
+      const before = Date.now()
+      await pets(created.body.key)
+      const lastUsedAt = new Date((await view()).lastUsedAt).getTime()
+      expect(lastUsedAt).toBeGreaterThanOrEqual(before - 1_000)
+      expect(lastUsedAt).toBeLessThanOrEqual(Date.now())
+    })
+
+    it("records every admin change in the audit trail, newest first, with the caller's address and no secret", async () => {
+      const created = await createKey({ plan: "free", name: "audited" })
+      const id = created.body.id
+      await patch(id, { plan: "pro" })
+      const rolled = await roll(id, { overlapSeconds: 60 })
+      await admin(`/keys/${id}/unban`, { method: "POST" })
+      await admin(`/keys/${id}`, { method: "DELETE" })
+      const trail = await admin(`/audit?keyId=${id}`)
+      expect(trail.status).toBe(200)
+      expect(trail.body.map((entry: { action: string }) => entry.action)).toEqual([
+        "key.revoked",
+        "key.unbanned",
+        "key.rolled",
+        "key.updated",
+        "key.created"
+      ])
+      for (const entry of trail.body) {
+        expect(entry).toMatchObject({ keyId: id, clientAddress: "127.0.0.1", occurredAt: expect.stringMatching(/Z$/) })
+      }
+      expect(trail.body[3].changes).toEqual({
+        plan: { from: "free", to: "pro" },
+        limits: { from: { perMinute: 60, perDay: 1_000 }, to: { perMinute: 300, perDay: 10_000 } }
+      })
+      expect(trail.body[4].changes).toMatchObject({ plan: "free", name: "audited", role: "customer" })
+      expect(trail.body[2].changes).toMatchObject({ overlapSeconds: 60 })
+      expect(trail.text).not.toContain(created.body.key)
+      expect(trail.text).not.toContain(rolled.body.key)
+      const rolls = await admin(`/audit?keyId=${id}&action=key.rolled`)
+      expect(rolls.body).toHaveLength(1)
+    })
+
+    it("pages the audit trail through Link, and refuses a bad cursor, action or key id", async () => {
+      const created = await createKey({ plan: "free" })
+      for (const plan of ["pro", "business", "free"]) await patch(created.body.id, { plan })
+      const seen: Array<string> = []
+      let path: string | undefined = `/audit?keyId=${created.body.id}&limit=2`
+      while (path !== undefined) {
+        const page = await admin(path)
+        expect(page.status).toBe(200)
+        seen.push(...page.body.map((entry: { id: string }) => entry.id))
+        const next = /^<\/admin([^>]+)>; rel="next"$/.exec(page.headers.get("link") ?? "")
+        path = next?.[1]
+      }
+      expect(seen).toHaveLength(4)
+      expect([...seen].sort((a, b) => Number(b) - Number(a))).toEqual(seen)
+      expectError(await admin("/audit?cursor=nope"), 400, "invalid_request")
+      expectError(await admin("/audit?action=key.exploded"), 400, "invalid_request")
+      expectError(await admin("/audit?keyId=nope"), 400, "invalid_request")
+    })
+
+    it("does not record a change that failed", async () => {
+      const created = await createKey({ plan: "free" })
+      expectError(await patch(created.body.id, { limits: { perMinute: 1, perDay: 1 } }), 400, "invalid_request")
+      const trail = await admin(`/audit?keyId=${created.body.id}`)
+      expect(trail.body.map((entry: { action: string }) => entry.action)).toEqual(["key.created"])
+    })
+  })
 })

@@ -1,7 +1,10 @@
 import { assert, layer } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Option, Redacted } from "effect"
+import { Clock, Deferred, Effect, Fiber, Layer, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
-import { ApiKeys, KEY_CACHE_TTL_MILLIS } from "../src/auth/ApiKeys.ts"
+import { InvalidRequest, MAX_KEY_LIFETIME_SECONDS } from "@petstore/contract"
+import { createHash, randomBytes } from "node:crypto"
+import { ApiKeys, EXPIRED_KEY_RETENTION_DAYS, KEY_CACHE_TTL_MILLIS } from "../src/auth/ApiKeys.ts"
+import { hasValidChecksum, KEY_PATTERN } from "../src/auth/keyFormat.ts"
 import { Database } from "../src/db/Database.ts"
 import { describeOnEachBackend } from "./support/databases.ts"
 import { testDatabase } from "./support/layers.ts"
@@ -35,11 +38,12 @@ const eventually = <A, E, R>(check: Effect.Effect<A, E, R>, done: (a: A) => bool
 
 describeOnEachBackend("ApiKeys", ({ name }) => {
   layer(testDatabase(name), { timeout: 300_000 })((it) => {
-    it.effect("stores only a hash: the secret is psk_ and 256 random bits, and never in the table", () =>
+    it.effect("stores only a hash: the secret is psk_, 256 random bits in base62 and a checksum, never in the table", () =>
       Effect.gen(function*() {
         const [keys] = yield* twoProcesses()
         const { key, secret } = yield* keys.create({ plan: "free" })
-        assert.match(secret, /^psk_[A-Za-z0-9_-]{43}$/)
+        assert.match(secret, KEY_PATTERN)
+        assert.isTrue(hasValidChecksum(secret))
         const rows = yield* (yield* Database).query<Record<string, unknown>>({
           text: "SELECT * FROM api_keys WHERE id = $1",
           values: [key.id]
@@ -97,7 +101,7 @@ describeOnEachBackend("ApiKeys", ({ name }) => {
         const holding: Database["Service"] = {
           ...database,
           query: (statement) =>
-            holdLookups && statement.text.includes("WHERE secret_hash")
+            holdLookups && statement.text.includes("WHERE (secret_hash =")
               ? database.query(statement).pipe(
                 Effect.tap(() => Deferred.succeed(looked, undefined)),
                 Effect.tap(() => Deferred.await(gate))
@@ -138,6 +142,154 @@ describeOnEachBackend("ApiKeys", ({ name }) => {
         const { key } = yield* keys.create({ plan: "enterprise", limits: { perMinute: 5, perDay: 50 } })
         const updated = yield* keys.update(key.id, { plan: "enterprise" })
         assert.deepStrictEqual(Option.getOrThrow(updated).limits, { perMinute: 5, perDay: 50 })
+      }))
+
+    /** The TestClock moves on from test to test: times are relative to the test's start. */
+    let start = 0
+    const begin = Effect.map(Clock.currentTimeMillis, (now) => {
+      start = now
+    })
+    const at = (millis: number) => new Date(start + millis).toISOString()
+    const works = (keys: ApiKeys["Service"], secret: string) =>
+      Effect.map(keys.authenticate(Redacted.make(secret)), Option.isSome)
+
+    it.effect("an expiring key works until its expiresAt, then is refused by every process, cached or not", () =>
+      Effect.gen(function*() {
+        yield* begin
+        const [processA, processB] = yield* twoProcesses({ deaf: true })
+        const { key, secret } = yield* processB.create({ plan: "pro", expiresAt: at(60_000) })
+        assert.strictEqual(key.expiresAt?.toISOString(), at(60_000))
+        assert.isTrue(yield* works(processA, secret))
+        assert.isTrue(yield* works(processB, secret))
+        yield* TestClock.adjust(59_999)
+        assert.isTrue(yield* works(processA, secret))
+        yield* TestClock.adjust(1)
+        assert.isFalse(yield* works(processA, secret), "expired, though announced nowhere and cached")
+        assert.isFalse(yield* works(processB, secret))
+        assert.deepStrictEqual((yield* processA.list("expired")).map((listed) => listed.id), [key.id])
+        assert.notInclude((yield* processA.list()).map((listed) => listed.id), key.id)
+      }))
+
+    it.effect("refuses an expiresAt in the past or beyond the maximum, and clears one with null", () =>
+      Effect.gen(function*() {
+        yield* begin
+        const [keys] = yield* twoProcesses()
+        for (const expiresAt of [at(0), at(MAX_KEY_LIFETIME_SECONDS * 1_000 + 1)]) {
+          const refused = yield* Effect.flip(keys.create({ plan: "free", expiresAt }))
+          assert.instanceOf(refused, InvalidRequest)
+        }
+        const { key, secret } = yield* keys.create({ plan: "free", expiresAt: at(MAX_KEY_LIFETIME_SECONDS * 1_000) })
+        const cleared = Option.getOrThrow(yield* keys.update(key.id, { expiresAt: null }))
+        assert.isNull(cleared.expiresAt)
+        assert.isTrue(yield* works(keys, secret))
+      }))
+
+    it.effect("purges keys expired for longer than the retention, and only those", () =>
+      Effect.gen(function*() {
+        yield* begin
+        const [keys] = yield* twoProcesses()
+        const soon = yield* keys.create({ plan: "free", expiresAt: at(1_000) })
+        const later = yield* keys.create({ plan: "free", expiresAt: at(5 * 86_400_000) })
+        yield* TestClock.adjust(EXPIRED_KEY_RETENTION_DAYS * 86_400_000 + 2_000)
+        yield* keys.sweep
+        const expired = (yield* keys.list("expired")).map((listed) => listed.id)
+        assert.notInclude(expired, soon.key.id)
+        assert.include(expired, later.key.id)
+        assert.isTrue(Option.isNone(yield* keys.find(soon.key.id)))
+      }))
+
+    it.effect("rolling: two processes take the old secret until the overlap ends, then refuse it", () =>
+      Effect.gen(function*() {
+        yield* begin
+        for (const deaf of [false, true]) {
+          const [processA, processB] = yield* twoProcesses({ deaf })
+          const { key, secret: old } = yield* processA.create({ plan: "business", role: "staff" })
+          assert.isTrue(yield* works(processA, old))
+          assert.isTrue(yield* works(processB, old))
+          const rolled = Option.getOrThrow(yield* processB.roll(key.id, 3_600))
+          assert.strictEqual(rolled.key.id, key.id)
+          assert.strictEqual(rolled.key.plan, "business")
+          assert.strictEqual(rolled.key.role, "staff")
+          assert.strictEqual(
+            rolled.key.previousKeyExpiresAt?.toISOString(),
+            new Date((yield* Clock.currentTimeMillis) + 3_600_000).toISOString()
+          )
+          assert.notStrictEqual(rolled.secret, old)
+          for (const process of [processA, processB]) {
+            assert.isTrue(yield* works(process, rolled.secret))
+            assert.isTrue(yield* works(process, old), "the old secret works during the overlap")
+          }
+          yield* TestClock.adjust(3_600_000 - 1)
+          assert.isTrue(yield* works(processA, old))
+          assert.isTrue(yield* works(processB, old))
+          yield* TestClock.adjust(1)
+          assert.isFalse(yield* works(processA, old), "refused by the first process at the overlap's end")
+          assert.isFalse(yield* works(processB, old), "refused by the second process at the overlap's end")
+          assert.isTrue(yield* works(processA, rolled.secret))
+          assert.isTrue(yield* works(processB, rolled.secret))
+        }
+      }))
+
+    it.effect("rolling again during an overlap ends the older one at once: at most two secrets live", () =>
+      Effect.gen(function*() {
+        yield* begin
+        const [processA, processB] = yield* twoProcesses()
+        const first = yield* processA.create({ plan: "free" })
+        const second = Option.getOrThrow(yield* processA.roll(first.key.id, 86_400))
+        assert.isTrue(yield* works(processB, first.secret))
+        const third = Option.getOrThrow(yield* processA.roll(first.key.id, 86_400))
+        const seen = yield* eventually(works(processB, first.secret), (works) => !works)
+        assert.isFalse(seen, "the first secret ended at the second roll")
+        assert.isFalse(yield* works(processA, first.secret))
+        assert.isTrue(yield* works(processB, second.secret))
+        assert.isTrue(yield* works(processB, third.secret))
+        const cut = Option.getOrThrow(yield* processA.roll(first.key.id, 0))
+        assert.isNull(cut.key.previousKeyExpiresAt)
+        assert.isFalse(yield* works(processA, third.secret), "no overlap: the secret before ends now")
+        assert.isTrue(yield* works(processA, cut.secret))
+      }))
+
+    it.effect("keys issued before the checksum stay valid; a key with a broken checksum is refused unread", () =>
+      Effect.gen(function*() {
+        yield* begin
+        const [keys] = yield* twoProcesses()
+        const database = yield* Database
+        const legacy = `psk_${randomBytes(32).toString("base64url")}`
+        yield* database.query({
+          text: "INSERT INTO api_keys (id, secret_hash, name, plan) VALUES ($1, $2, '', 'free')",
+          values: [`key_${randomBytes(8).toString("hex")}`, createHash("sha256").update(legacy).digest("hex")]
+        })
+        assert.isTrue(yield* works(keys, legacy))
+        const { secret } = yield* keys.create({ plan: "free" })
+        const last = secret.at(-1)!
+        const broken = secret.slice(0, -1) + (last === "0" ? "1" : "0")
+        assert.isFalse(hasValidChecksum(broken))
+        assert.isFalse(yield* works(keys, broken))
+      }))
+
+    it.effect("last use: noted per request, written by each process at most once a minute per key", () =>
+      Effect.gen(function*() {
+        yield* begin
+        const [keys, other] = yield* twoProcesses()
+        const database = yield* Database
+        const { key, secret } = yield* keys.create({ plan: "free" })
+        assert.isNull(Option.getOrThrow(yield* keys.find(key.id)).lastUsedAt)
+        yield* TestClock.adjust(5_000)
+        for (let i = 0; i < 5; i++) yield* works(keys, secret)
+        assert.strictEqual(Option.getOrThrow(yield* keys.find(key.id)).lastUsedAt?.toISOString(), at(5_000))
+        assert.isNull(Option.getOrThrow(yield* other.find(key.id)).lastUsedAt, "no write per request")
+        assert.strictEqual(yield* keys.flushLastUse, 1)
+        assert.strictEqual(Option.getOrThrow(yield* other.find(key.id)).lastUsedAt?.toISOString(), at(5_000))
+        yield* TestClock.adjust(30_000)
+        yield* works(keys, secret)
+        assert.strictEqual(yield* keys.flushLastUse, 0, "written less than a minute ago")
+        yield* TestClock.adjust(30_000)
+        assert.strictEqual(yield* keys.flushLastUse, 1)
+        const [row] = yield* database.query<{ readonly last_used_at: Date | string }>({
+          text: "SELECT last_used_at FROM api_keys WHERE id = $1",
+          values: [key.id]
+        })
+        assert.strictEqual(new Date(row!.last_used_at).toISOString(), at(35_000))
       }))
   })
 })

@@ -33,13 +33,33 @@ describe("bad configuration stops the server at start-up", () => {
     ["DATABASE_STATEMENT_TIMEOUT", "0"],
     ["DATABASE_STATEMENT_TIMEOUT", "301"],
     ["DATABASE_DIRECT_URL", "postgres://localhost/db"],
-    ["DATABASE_PREPARED_STATEMENTS", "sometimes"]
+    ["DATABASE_PREPARED_STATEMENTS", "sometimes"],
+    ["CORS_ALLOWED_ORIGINS", "https://app.example/"],
+    ["CORS_ALLOWED_ORIGINS", "app.example"],
+    ["CORS_ALLOWED_ORIGINS", "https://app.example, *"],
+    ["CORS_ALLOWED_ORIGINS", "https://app.example:99999"]
   ])("%s=%s: exits 2 with one line naming the variable", (name, value) => {
     const result = start({ [name]: value })
     expect(result.status).toBe(2)
     const lines = result.stderr.trim().split("\n")
     expect(lines).toHaveLength(1)
     expect(lines[0]).toMatch(new RegExp(`^petstore: invalid configuration: ${name}: `))
+  })
+})
+
+describe("WORKERS above 1", () => {
+  it.each([
+    [{}, "2 processes need PostgreSQL (set DATABASE_URL)"],
+    [
+      { DATABASE_URL: "postgres://127.0.0.1:1/petstore", QUOTA_STORE: "memory" },
+      "2 processes need a shared quota store"
+    ]
+  ])("without %j: exits 2 with one line naming WORKERS and what it needs", (env, says) => {
+    const result = start({ WORKERS: "2", ...env })
+    expect(result.status).toBe(2)
+    const lines = result.stderr.trim().split("\n")
+    expect(lines, result.stderr).toHaveLength(1)
+    expect(lines[0]).toContain(`petstore: invalid configuration: WORKERS: ${says}`)
   })
 })
 

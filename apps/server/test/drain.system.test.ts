@@ -54,7 +54,8 @@ describe("draining before shutdown", () => {
     expect(await readyz!.json()).toEqual({
       code: "service_unavailable",
       status: 503,
-      message: "The server is shutting down"
+      message: "The server is shutting down",
+      requestId: readyz!.headers.get("x-request-id")
     })
 
     // `fetch` here opens a new connection per request: the listener still accepts, and /v1 is served as usual.

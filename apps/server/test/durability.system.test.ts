@@ -34,7 +34,7 @@ afterEach(async () => {
 })
 
 const start = async (env: Record<string, string>) => {
-  const started = await startServerProcess(env, 45_000)
+  const started = await startServerProcess(env)
   running.push(started)
   return started
 }

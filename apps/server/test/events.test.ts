@@ -114,9 +114,13 @@ describeOnEachBackend("Events", ({ name }) => {
         const paged: Array<string> = []
         for (;;) {
           const page = yield* events.list(staff, { limit: 2, type: "pet.created", after })
+          if (page.events.length === 0) {
+            // The end of the log: the page reads on from where it started.
+            assert.deepStrictEqual(page.nextAfter, after)
+            break
+          }
           paged.push(...page.events.map((event) => event.id))
-          if (Option.isNone(page.nextAfter)) break
-          after = page.nextAfter.value
+          after = page.nextAfter
         }
         assert.deepStrictEqual(paged, all.filter((event) => event.type === "pet.created").map((event) => event.id))
       }))
@@ -153,7 +157,7 @@ describeOnEachBackend("Events", ({ name }) => {
         for (let page = 0; page < 3; page++) {
           const one = yield* events.list(staff, { limit: 1, type: undefined, after })
           walked.push(...digits(one))
-          after = Option.getOrThrow(one.nextAfter)
+          after = one.nextAfter
         }
         assert.deepStrictEqual(walked, [9, 10, 11])
         const rest = yield* events.list(staff, { limit: 100, type: undefined, after })

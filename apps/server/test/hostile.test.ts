@@ -115,8 +115,11 @@ const expectErrorShape = (request: RawRequest, answer: Extract<RawAnswer, { kind
   }
   const body = answer.body
   expect(typeof body === "object" && body !== null && !Array.isArray(body), where).toBe(true)
-  const allowed = answer.status === 400 ? ["code", "details", "message", "status"] : ["code", "message", "status"]
+  const allowed = answer.status === 400
+    ? ["code", "details", "message", "requestId", "status"]
+    : ["code", "message", "requestId", "status"]
   expect(Object.keys(body).filter((k) => !allowed.includes(k)), where).toEqual([])
+  expect(body.requestId, where).toBe(answer.headers["x-request-id"])
   expect(body.status, where).toBe(answer.status)
   expect(typeof body.code, where).toBe("string")
   expect(statusOfCode[body.code], where).toBe(answer.status)

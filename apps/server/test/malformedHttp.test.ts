@@ -69,8 +69,10 @@ const expectInvalidRequest = (answer: ParsedAnswer | undefined, detailPath: stri
     code: "invalid_request",
     message: expect.stringMatching(/./),
     status: 400,
-    details: [{ path: detailPath, message: expect.stringMatching(/./) }]
+    details: [{ path: detailPath, message: expect.stringMatching(/./) }],
+    requestId: answer!.headers["x-request-id"]
   })
+  expect(answer!.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
 }
 
 describe("requests the HTTP parser refuses", () => {

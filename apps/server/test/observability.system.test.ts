@@ -154,11 +154,12 @@ describe("observability", () => {
       METRICS_PUBLIC: "true"
     })
     try {
-      // Until the listener opens, connections are refused; the test's timeout, not a count of tries, guards a hang.
+      // Until the process binds its ports, connections are refused, and until its routes are ready they are
+      // answered 503; the test's timeout, not a count of tries, guards a hang.
       let metrics: Response | undefined
-      while (metrics === undefined && open.child.exitCode === null) {
+      while ((metrics === undefined || metrics.status === 503) && open.child.exitCode === null) {
         metrics = await fetch(`http://127.0.0.1:${adminPort}/metrics`).catch(() => undefined)
-        if (metrics === undefined) await new Promise((resolve) => setTimeout(resolve, 50))
+        if (metrics === undefined || metrics.status === 503) await new Promise((resolve) => setTimeout(resolve, 50))
       }
       expect(metrics?.status, open.output()).toBe(200)
       expect((await fetch(`http://127.0.0.1:${adminPort}/admin/keys`)).status).toBe(401)

@@ -111,7 +111,8 @@ const expectOutageAnswers = async (started: StartedProcess, key: string) => {
     expect.soft(answer.body, `${what}${where}`).toEqual({
       code: "service_unavailable",
       status: 503,
-      message: expect.any(String)
+      message: expect.any(String),
+      requestId: answer.headers.get("x-request-id")
     })
     expect.soft(answer.headers.get("retry-after"), `${what} without Retry-After${where}`).toMatch(/^[1-9][0-9]*$/)
   }
@@ -189,7 +190,12 @@ describe("database outage seen from a server process", needsPostgres, () => {
     ])
     for (const answer of answers) {
       expect(answer.status, answer.text).toBe(503)
-      expect(answer.body).toEqual({ code: "service_unavailable", status: 503, message: expect.any(String) })
+      expect(answer.body).toEqual({
+        code: "service_unavailable",
+        status: 503,
+        message: expect.any(String),
+        requestId: answer.headers.get("x-request-id")
+      })
       expect(answer.headers.get("retry-after")).toMatch(/^[1-9][0-9]*$/)
     }
     await expectRecovery(proxy, started, key)

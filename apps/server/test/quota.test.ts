@@ -22,6 +22,9 @@ const keyOf = (
   name: "",
   plan,
   role: "customer",
+  expiresAt: null,
+  previousKeyExpiresAt: null,
+  lastUsedAt: null,
   limits,
   createdAt: new Date(0)
 })

@@ -33,7 +33,11 @@ describe("start-up", () => {
           const response = await fetch(`${origin}/healthz`, { signal: AbortSignal.timeout(200_000) })
           if (response.status === 503) {
             expect(response.headers.get("retry-after")).toBe("1")
-            expect(await response.json()).toMatchObject({ code: "service_unavailable", status: 503 })
+            expect(await response.json()).toMatchObject({
+              code: "service_unavailable",
+              status: 503,
+              requestId: response.headers.get("x-request-id")
+            })
             starting++
             await new Promise((resolve) => setTimeout(resolve, 10))
             continue

@@ -1,9 +1,10 @@
 import { spawnSync } from "node:child_process"
 import { once } from "node:events"
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { Cause, Effect, Exit, Layer, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { AppConfig } from "../src/config.ts"
@@ -114,6 +115,31 @@ describe("a server that cannot start stops with one line naming the cause", () =
     const line = expectOneLineFailure(start({ PORT: String(await freePort()), DATA_DIR: dataDir }))
     expect(line).toBe(`petstore: cannot start: DATA_DIR (${dataDir}): its parent directory does not exist`)
   })
+
+  it(
+    "pending migrations with MIGRATE_ON_START=false name the migrate command as it runs in a checkout and in the image",
+    async () => {
+      const dataDir = mkdtempSync(join(scratch, "unmigrated-"))
+      const line = expectOneLineFailure(
+        // A new embedded database opens before the schema is read: 24–34 s on a busy machine, measured.
+        start({ PORT: String(await freePort()), DATA_DIR: dataDir, MIGRATE_ON_START: "false" })
+      )
+      expect(line).toMatch(
+        /^petstore: cannot start: migration \d{4}_\w+ and \d+ more pending, and MIGRATE_ON_START=false: apply it with `pnpm migrate` \(in the server image: `node dist\/main\.js migrate`\) first$/
+      )
+      // The image's /app is this package deployed (`pnpm deploy`, deploy/images/Containerfile), run from there:
+      // the path the line names must be this package's entry point, and the root script the one it names.
+      const inImage = /in the server image: `node (\S+) migrate`/.exec(line)![1]!
+      const packageRoot = fileURLToPath(new URL("../", import.meta.url))
+      expect(existsSync(join(packageRoot, inImage)), inImage).toBe(true)
+      expect(readFileSync(join(packageRoot, "../../deploy/images/Containerfile"), "utf8")).toMatch(
+        /WORKDIR \/app\n[\s\S]*ENTRYPOINT \["node", "dist\/main\.js"\]/
+      )
+      const rootScripts = JSON.parse(readFileSync(join(packageRoot, "../../package.json"), "utf8")).scripts
+      expect(rootScripts.migrate).toMatch(/\bapps\/server\b.*\bdist\/main\.js migrate$/)
+    },
+    150_000
+  )
 
   it("DATABASE_URL where nothing listens, without showing its password", async () => {
     const port = await freePort()

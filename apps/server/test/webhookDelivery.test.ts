@@ -102,6 +102,27 @@ describe("webhook delivery, with the server's time on a TestClock", () => {
         assert.strictEqual(yield* dispatcher.runOnce, 0, "delivered: nothing left")
       }))
 
+    it.effect("an expired key's endpoints get no new events, as a revoked key's", () =>
+      Effect.gen(function*() {
+        const target = yield* receiver
+        const desk = yield* WebhookDesk
+        const db = yield* Database
+        const key = yield* customer("expiring")
+        const endpoint = yield* desk.create(key, { url: target.url, eventTypes: ["pet.created"] })
+        const queued = Effect.map(
+          db.query<{ n: number }>(
+            sql`SELECT count(*)::integer AS n FROM webhook_messages WHERE endpoint_id = ${endpoint.id}`
+          ),
+          ([row]) => row!.n
+        )
+        yield* createPet("Before")
+        assert.strictEqual(yield* queued, 1)
+        // The trigger judges expiry by the database's clock.
+        yield* db.query(sql`UPDATE api_keys SET expires_at = now() - interval '1 second' WHERE id = ${key.id}`)
+        yield* createPet("After")
+        assert.strictEqual(yield* queued, 1, "nothing queued after the key expired")
+      }))
+
     it.effect("an endpoint failing for 5 days is disabled, saying so, and its queue dropped", () =>
       Effect.gen(function*() {
         const target = yield* receiver

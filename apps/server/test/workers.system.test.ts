@@ -3,10 +3,8 @@ import {
   ADMIN_TOKEN,
   createKey,
   createTestDatabase,
-  freePort,
   postgresAdminUrl,
   type ServerProcess,
-  spawnServer,
   startServerProcess,
   type TestDatabase
 } from "@petstore/test-support"
@@ -83,17 +81,4 @@ describe("several server processes on one PostgreSQL database", needsPostgres, (
     expect(answers.filter((answer) => answer.status === 200)).toHaveLength(60)
     expect(answers.filter((answer) => answer.status === 429)).toHaveLength(240)
   }, 120_000)
-})
-
-describe("WORKERS without the shared store", () => {
-  it("is refused at start-up with one line naming WORKERS", async () => {
-    const server = spawnServer({ WORKERS: "2", DATA_DIR: ":memory:", PORT: String(await freePort()) })
-    running.push(server)
-    const code = await new Promise<number | null>((resolve) => server.child.once("exit", resolve))
-    expect(code).toBe(2)
-    expect(server.output().trim()).toMatch(
-      /^petstore: invalid configuration: WORKERS: 2 processes need a shared quota store/
-    )
-    expect(server.output().trim().split("\n")).toHaveLength(1)
-  })
 })

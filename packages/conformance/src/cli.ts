@@ -228,6 +228,12 @@ const conformance = Command.make(
         "Where the webhook receiver listens, HOST:PORT (default 127.0.0.1:0, a free port); implies --webhooks"
       )
     ),
+    corsOrigin: Flag.String("cors-origin").pipe(
+      Flag.optional,
+      Flag.withDescription(
+        "An origin the deployment allows for CORS (CORS_ALLOWED_ORIGINS), e.g. https://app.example.com: checks CORS from it"
+      )
+    ),
     webhookPublicUrl: Flag.String("webhook-public-url").pipe(
       Flag.optional,
       Flag.withDescription(
@@ -328,6 +334,7 @@ const conformance = Command.make(
       seed,
       ...Option.match(input.openapi, { onNone: () => ({}), onSome: (openapi) => ({ openapi }) }),
       ...(webhooks ? { webhooks: { listen, publicUrl } } : {}),
+      ...Option.match(input.corsOrigin, { onNone: () => ({}), onSome: (corsOrigin) => ({ corsOrigin }) }),
       onResult: printResult,
       onProgress: progress.show,
       ...(durations.maxDuration === undefined ? {} : { maxDurationSeconds: durations.maxDuration }),

@@ -14,6 +14,8 @@ export interface RunContext {
   readonly progress: (line: string) => void
   /** A fresh, recognisable pet name: `conformance-<runid>-<n>`. */
   readonly petName: () => string
+  /** An origin the deployment allows for CORS (`--cors-origin`); without it the CORS checks are skipped. */
+  readonly corsOrigin?: string | undefined
   /** Keeps a secret the run learns (a webhook signing secret) out of everything it reports, as keys are. */
   readonly hideSecret?: (secret: string) => void
 }

@@ -16,9 +16,14 @@ export interface Invariant {
 
 const nonNegativeInteger = /^\d+$/
 
+/** Whether an answer is a browser's CORS preflight: the invariants that hold of operations do not apply to it. */
+const isPreflight = (exchange: Exchange) =>
+  exchange.method === "OPTIONS" && exchange.requestHeaders["access-control-request-method"] !== undefined
+
 export const rateLimitHeadersPresent: Invariant = {
   id: "headers.present",
-  appliesTo: () => true,
+  // A browser's preflight is no operation: it carries no key and spends no quota (README, CORS).
+  appliesTo: (exchange) => !isPreflight(exchange),
   violation: (exchange) => {
     const wrong = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"].filter((name) =>
       !nonNegativeInteger.test(exchange.headers.get(name)?.trim() ?? "")
@@ -103,9 +108,10 @@ export const exactErrorBodies: Invariant = {
   id: "errors.exact",
   appliesTo: isErrorResponse,
   violation: (exchange) => {
+    // `requestId` is the service's documented extension (the answer's X-Request-Id); checked by `errors.request-id`.
     const allowedKeys = exchange.status === 400
-      ? ["code", "message", "status", "details"]
-      : ["code", "message", "status"]
+      ? ["code", "message", "status", "details", "requestId"]
+      : ["code", "message", "status", "requestId"]
     const json = exchange.json
     const extra = typeof json === "object" && json !== null
       ? Object.keys(json).filter((key) => !allowedKeys.includes(key))
@@ -124,6 +130,24 @@ export const exactErrorBodies: Invariant = {
       expected: `exactly {code, message, status${exchange.status === 400 ? ", details" : ""}} as application/json` +
         (codes === undefined ? "" : `, code ${codes.join(" or ")}`),
       received: `${problem}: ${describeResponse(exchange)}`
+    }
+  }
+}
+
+/** The README's `requestId`: every error body names the request as its `X-Request-Id` does, for a support ticket. */
+export const errorRequestIds: Invariant = {
+  id: "errors.request-id",
+  appliesTo: (exchange) =>
+    isErrorResponse(exchange) && typeof exchange.json === "object" && exchange.json !== null &&
+    !Array.isArray(exchange.json),
+  violation: (exchange) => {
+    const requestId = (exchange.json as { requestId?: unknown }).requestId
+    const header = exchange.headers.get("x-request-id") ?? undefined
+    return header !== undefined && requestId === header ? undefined : {
+      expected: "an error body whose requestId is the answer's X-Request-Id",
+      received: `requestId ${JSON.stringify(requestId) ?? "missing"}, X-Request-Id ${header ?? "missing"}: ${
+        describeResponse(exchange, ["x-request-id"])
+      }`
     }
   }
 }
@@ -147,6 +171,7 @@ export const INVARIANTS: ReadonlyArray<Invariant> = [
   errorBodies,
   jsonBodies,
   exactErrorBodies,
+  errorRequestIds,
   noStoreHeaders
 ]
 

@@ -15,6 +15,7 @@ import { DEFAULT_FUZZ_REQUESTS, fuzzChecks } from "./fuzz.ts"
 import { generalPhase } from "./general.ts"
 import { specChecks } from "./specChecks.ts"
 import { valueChecks } from "./valueChecks.ts"
+import { corsPhase } from "./cors.ts"
 import { eventsPhase } from "./events.ts"
 import { type WebhookOptions, webhooksPhase } from "./webhooks.ts"
 import { anonymous, Http, makeHttp, probe, withKey } from "./http.ts"
@@ -59,6 +60,8 @@ export interface SuiteOptions {
   readonly seed?: number
   /** The deployment's OpenAPI document, which every response is checked against. Default `<base URL>/openapi.json` when it exists; `false`: none. */
   readonly openapi?: string | false
+  /** An origin the deployment allows for CORS (`--cors-origin`); without it the CORS checks are skipped. */
+  readonly corsOrigin?: string | undefined
   /** Check webhook deliveries with a receiver of the run (`--webhooks`); without it the webhooks checks are skipped. */
   readonly webhooks?: WebhookOptions
   /** How long one request may wait for its whole answer. Default 30 s. */
@@ -158,6 +161,13 @@ const invariantChecks = (tally: ReturnType<typeof makeObservations>["tally"]): R
       tag: "extension",
       title: "every error body is exactly {code, message, status} (details on a 400), with the README's code",
       run: fromTally("errors.exact")
+    },
+    {
+      id: "errors.request-id",
+      area: "errors",
+      tag: "extension",
+      title: "every error body carries requestId, the answer's X-Request-Id",
+      run: fromTally("errors.request-id")
     }
   ]
 }
@@ -184,6 +194,7 @@ const phasesOf = (
     phases.push(yield* eventsPhase(run, document.paths))
     const receiving = yield* webhooksPhase(run, webhooks, document)
     phases.push(receiving.phase)
+    phases.push(yield* corsPhase(run))
     phases.push({ name: "invariants", after: phases.map((phase) => phase.name), checks: checks.invariants })
     return { phases, release: receiving.release }
   })
@@ -366,7 +377,8 @@ export const suite = (options: SuiteOptions) =>
         maxWaitSeconds,
         progress,
         petName: () => `conformance-${runId}-${++pets}`,
-        hideSecret
+        hideSecret,
+        corsOrigin: options.corsOrigin
       }
       const http = yield* makeHttp({
         baseUrl,

@@ -165,8 +165,10 @@ export const webhooksPhase = (
           for (let pages = 0; path !== undefined && pages < MAX_EVENT_PAGES; pages++) {
             last = yield* send("GET", path)
             yield* expectStatus(last, 200)
-            seen.push(...(eventsOf(last.json) ?? []).map((text) => JSON.parse(text) as Record<string, unknown>))
-            path = nextLink(last)
+            const page: Array<Record<string, unknown>> = (eventsOf(last.json) ?? []).map((text) => JSON.parse(text))
+            seen.push(...page)
+            // An empty page is the end of the log: a service may link from it to itself, to read on later.
+            path = page.length === 0 ? undefined : nextLink(last)
           }
           if (found(seen)) return
           if (Date.now() > deadline) {

@@ -3,7 +3,7 @@ import { createServer as createHttpServer } from "node:http"
 import { freePort } from "@petstore/test-support"
 import { describe, expect, it, onTestFinished } from "vitest"
 import { InvalidKeys, InvalidOptions, runSuite, Unreachable } from "../src/index.ts"
-import { startFixture } from "./fixture/server.ts"
+import { FIXTURE_CORS_ORIGIN, startFixture } from "./fixture/server.ts"
 import { failures, idsWith, keysOf } from "./support/keys.ts"
 
 const start = async (options: Parameters<typeof startFixture>[0] = {}) => {
@@ -29,7 +29,8 @@ describe("the suite against the fault-free fixture", () => {
       keys: keysOf(fixture, { free: 2, pro: 2, business: 2, enterprise: 2 }),
       staffKey: fixture.staffKeys[0],
       // The fixture delivers webhooks to the run's receiver on loopback.
-      webhooks: {}
+      webhooks: {},
+      corsOrigin: FIXTURE_CORS_ORIGIN
     })
     expect(failures(result)).toEqual([])
     // Only the daily checks wait for --daily. A limited-status check may also be set aside when the fixture's

@@ -1,21 +1,9 @@
 import { execFileSync, spawnSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { describe, expect, it } from "vitest"
-import { createTestDatabase, freePort, serverEntry } from "@petstore/test-support"
+import { createTestDatabase, freePort, readmeRuntimeRoleStatements, serverEntry } from "@petstore/test-support"
 import { postgresAdminUrl } from "./support/realServer.ts"
 import { conformsOn } from "./support/realServerSuite.ts"
-
-/** The grants of the README's "Roles and migrations", for a runtime role that may only read and write rows. */
-export const runtimeGrants = (role: string, database: string, owner: string) => [
-  `GRANT CONNECT ON DATABASE ${database} TO ${role}`,
-  `GRANT USAGE ON SCHEMA public TO ${role}`,
-  `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`,
-  `GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${role}`,
-  `GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO ${role}`,
-  `ALTER DEFAULT PRIVILEGES FOR ROLE ${owner} IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ${role}`,
-  `ALTER DEFAULT PRIVILEGES FOR ROLE ${owner} IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO ${role}`,
-  `ALTER DEFAULT PRIVILEGES FOR ROLE ${owner} IN SCHEMA public GRANT EXECUTE ON FUNCTIONS TO ${role}`
-]
 
 /** `main.js migrate` (what `pnpm migrate` runs after building), as the schema's owner. */
 const migrateAs = (databaseUrl: string) =>
@@ -37,7 +25,7 @@ const runtimeRole = async (databaseUrl: string) => {
   const url = new URL(databaseUrl)
   const database = url.pathname.slice(1)
   const owner = decodeURIComponent(url.username)
-  psql(databaseUrl, [`CREATE ROLE ${role} LOGIN`, ...runtimeGrants(role, database, owner)])
+  psql(databaseUrl, readmeRuntimeRoleStatements(role, database, owner))
   url.username = role
   return {
     url: url.toString(),
@@ -85,7 +73,7 @@ describe.runIf(ready)("a runtime role with a migration pending", () => {
         })
         expect(started.status, started.stderr).toBe(1)
         expect(started.stderr).toMatch(
-          /^petstore: cannot start: migration \d{4}_\w+ pending, and this role may not apply it \(permission denied[^\n]*\): apply it with `pnpm migrate` \(in the image: `node apps\/server\/dist\/main\.js migrate`\) as the schema's owner\n$/
+          /^petstore: cannot start: migration \d{4}_\w+ pending, and this role may not apply it \(permission denied[^\n]*\): apply it with `pnpm migrate` \(in the server image: `node dist\/main\.js migrate`\) as the schema's owner\n$/
         )
         // MIGRATE_ON_START=false says the same without trying.
         const refused = spawnSync(process.execPath, [serverEntry()], {

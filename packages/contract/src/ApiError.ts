@@ -45,6 +45,16 @@ export const ErrorDetail = Schema.Struct({
 export type ErrorDetail = typeof ErrorDetail.Type
 
 /**
+ * The answer's `X-Request-Id`, repeated in an error body so that an error pasted into a support ticket
+ * carries what an operator looks the request up by. Optional in the schema only: the server always sends
+ * it, but the spec's body is the three fields, and a body without it still decodes.
+ */
+const RequestId = Schema.String.annotate({
+  description: "The answer's X-Request-Id, for a support request: the id the server logged the request under",
+  examples: ["3f1c2a9e-5d4b-4f7a-9c1e-2b6d8a0f4e71"]
+})
+
+/**
  * The one error schema of the OpenAPI document (spec §7), which every error
  * answer refers to. `code` is documented as an open string, not an enum, so
  * clients generated from this version keep decoding error bodies when a code
@@ -65,7 +75,8 @@ export const ErrorBody = Schema.Struct({
     Schema.Array(ErrorDetail).annotate({
       description: "On a 400: every offending field at once"
     })
-  )
+  ),
+  requestId: Schema.optionalKey(RequestId)
 }).annotate({ identifier: "Error", description: "The body of every error answer" })
 export type ErrorBody = typeof ErrorBody.Type
 
@@ -88,7 +99,8 @@ const errorFields = <
     _tag: Schema.tagDefaultOmit(tag),
     code: Schema.Literal(code).pipe(Schema.withConstructorDefault(Effect.succeed(code))),
     message: Schema.String,
-    status: Schema.Literal(status).pipe(Schema.withConstructorDefault(Effect.succeed(status)))
+    status: Schema.Literal(status).pipe(Schema.withConstructorDefault(Effect.succeed(status))),
+    requestId: Schema.optionalKey(Schema.String)
   }
 }
 

@@ -39,7 +39,10 @@ export interface OrderPage {
 /** `GET /v1/events`'s query: every field optional (`limit` defaults to 20 on the server). */
 export type ListEventsOptions = typeof ListEventsQuery.Type
 
-/** One page of `GET /v1/events`, and the cursor of the next one when more events follow. */
+/**
+ * One page of `GET /v1/events`, and the cursor to read on from: after its last event, or on an empty page
+ * the same cursor again (none while the log has been empty from its start).
+ */
 export interface EventPage {
   readonly events: ReadonlyArray<Event>
   readonly next: Option.Option<string>
@@ -100,13 +103,13 @@ export const makePetstoreClient = Effect.fnUntraced(function*(options: {
     /** Beta. One page of the caller's events, oldest first; `next` continues after it. */
     listEvents,
 
-    /** Beta. Every event the query matches, page after page. */
+    /** Beta. Every event the query matches, page after page, up to the end of the log (its first empty page). */
     allEvents: (query: Omit<ListEventsOptions, "cursor"> = {}) =>
       Stream.paginate(
         undefined as string | undefined,
         (cursor) =>
           listEvents(cursor === undefined ? query : { ...query, cursor }).pipe(
-            Effect.map((page) => [page.events, page.next] as const)
+            Effect.map((page) => [page.events, page.events.length === 0 ? Option.none() : page.next] as const)
           )
       ),
 

@@ -68,7 +68,8 @@ const listEvents = HttpApiEndpoint.get("listEvents", "/events", {
   query: ListEventsQuery,
   success: HttpApiSchema.WithHeaders(Events, {
     link: Schema.optionalKey(Schema.String.annotate({
-      description: "`<url>; rel=\"next\"` when more events follow",
+      description: "`<url>; rel=\"next\"` on every page: after its last event, or on an empty page (the end of " +
+        "the log for now) the same query again, so a poller follows it whether or not more events follow yet",
       examples: ["<https://pets.example.com/v1/events?limit=20&cursor=6576656e74733a3734312e3132>; rel=\"next\""]
     }))
   }),

@@ -71,8 +71,11 @@ const statementTimeoutMillis = (config: AppConfigValues) => config.databaseState
 
 const realClock = Clock.Clock.defaultValue()
 
-/** The command that applies migrations, as the one-line refusals name it. */
-export const MIGRATE_COMMAND = "`pnpm migrate` (in the image: `node apps/server/dist/main.js migrate`)"
+/**
+ * The command that applies migrations, as the one-line refusals name it: from a checkout, and in the server image,
+ * whose working directory is /app and whose entry point is `node dist/main.js` (deploy/images/Containerfile).
+ */
+export const MIGRATE_COMMAND = "`pnpm migrate` (in the server image: `node dist/main.js migrate`)"
 
 interface Drivers {
   /** DATABASE_URL's (a transaction pooler's, when DATABASE_DIRECT_URL is set), or PGlite. */

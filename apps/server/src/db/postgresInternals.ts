@@ -2,7 +2,8 @@ import type { Duplex } from "node:stream"
 
 /**
  * Everything the server relies on in postgres.js beyond its documented API, in one place, written for
- * postgres.js **3.4.9** (pinned exactly in apps/server/package.json). test/postgresInternals.test.ts checks each
+ * postgres.js **3.4.9** (pinned exactly in apps/server/package.json, and patched for multi-host URLs by
+ * `patches/postgres@3.4.9.patch`: an upgrade drops or redoes that patch too). test/postgresInternals.test.ts checks each
  * reliance on a real PostgreSQL and names this module when an upgrade breaks one:
  *
  * - the `socket` option (src/connection.js: `options.socket(options)` for each connection, given the parsed

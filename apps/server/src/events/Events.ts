@@ -1,5 +1,5 @@
 import type { Event, EventType } from "@petstore/contract"
-import { Context, Effect, Layer, Option, Schedule } from "effect"
+import { Context, Effect, Layer, Schedule } from "effect"
 import { Database } from "../db/Database.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { sql } from "../db/sql.ts"
@@ -30,7 +30,11 @@ export interface EventPageQuery {
 
 export interface EventPage {
   readonly events: ReadonlyArray<Event>
-  readonly nextAfter: Option.Option<EventPosition>
+  /**
+   * Where reading on starts: after this page's last event, or, on an empty page (the end of the log for
+   * now), where this page started. A reader follows it whether or not more events follow yet.
+   */
+  readonly nextAfter: EventPosition
 }
 
 /** A row of the events table as its statements return it. */
@@ -81,14 +85,11 @@ export class Events extends Context.Service<Events, {
             AND (${query.type ?? null}::text IS NULL OR type = ${query.type ?? null}::text)
             AND (audience = 'public' OR api_key_id = ${scope.apiKeyId}::text OR (${scope.staff}::boolean AND audience = 'owner'))
           ORDER BY tx, seq
-          LIMIT ${query.limit + 1}::integer`)
-        const shown = rows.slice(0, query.limit)
-        const last = shown.at(-1)
+          LIMIT ${query.limit}::integer`)
+        const last = rows.at(-1)
         return {
-          events: shown.map(toEvent),
-          nextAfter: rows.length > query.limit && last !== undefined
-            ? Option.some({ tx: String(last.position_tx), seq: Number(last.seq) })
-            : Option.none()
+          events: rows.map(toEvent),
+          nextAfter: last === undefined ? query.after : { tx: String(last.position_tx), seq: Number(last.seq) }
         } satisfies EventPage
       }, traced("Events.list"))
 

@@ -1,9 +1,24 @@
-import { AdminApi, type ApiKeyId, ApiKeyView, CreatedKey, NotFound } from "@petstore/contract"
+import {
+  AdminApi,
+  type ApiKeyId,
+  ApiKeyView,
+  AuditEntry,
+  CreatedKey,
+  DEFAULT_PAGE_SIZE,
+  DEFAULT_ROLL_OVERLAP_SECONDS,
+  type ListAuditQuery,
+  NotFound
+} from "@petstore/contract"
 import { Effect, Option } from "effect"
-import { HttpApiBuilder } from "effect/http-api"
-import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
+import type { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
+import { AdminAudit } from "../auth/AdminAudit.ts"
+import { type Actor, type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
+import { clientAddress, type ProxyTrust } from "../net/proxyTrust.ts"
 import { Quota } from "../quota/Quota.ts"
 import { WebhookEndpoints } from "../webhooks/WebhookEndpoints.ts"
+import { decodeCursor, encodeCursor } from "./pagination.ts"
+import { configuredProxyTrust } from "./quotaAdmission.ts"
 import { quotaReport } from "./rateLimitHeaders.ts"
 
 const toView = (key: ApiKey) =>
@@ -13,10 +28,21 @@ const toView = (key: ApiKey) =>
     plan: key.plan,
     limits: key.limits,
     ...(key.role === "staff" ? { role: key.role } : {}),
-    createdAt: key.createdAt.toISOString()
+    createdAt: key.createdAt.toISOString(),
+    ...(key.expiresAt === null ? {} : { expiresAt: key.expiresAt.toISOString() }),
+    ...(key.previousKeyExpiresAt === null ? {} : { previousKeyExpiresAt: key.previousKeyExpiresAt.toISOString() }),
+    ...(key.lastUsedAt === null ? {} : { lastUsedAt: key.lastUsedAt.toISOString() })
   })
 
 const noSuchKey = (id: ApiKeyId) => new NotFound({ message: `No live API key has id ${id}` })
+
+/** The audit trail's caller: the client's address as `TRUST_PROXY` finds it, as for the public listener. */
+const actorOf = (trust: ProxyTrust, request: HttpServerRequest.HttpServerRequest): Actor => ({
+  clientAddress: Option.match(clientAddress(trust, request.headers["x-forwarded-for"], request.remoteAddress), {
+    onNone: () => "unknown",
+    onSome: (address) => address.text
+  })
+})
 
 export const AdminHandlers = HttpApiBuilder.group(
   AdminApi,
@@ -25,6 +51,7 @@ export const AdminHandlers = HttpApiBuilder.group(
     const apiKeys = yield* ApiKeys
     const quota = yield* Quota
     const webhookEndpoints = yield* WebhookEndpoints
+    const trust = yield* configuredProxyTrust
     const findKey = (id: ApiKeyId) =>
       apiKeys.find(id).pipe(
         Effect.orDie,
@@ -32,22 +59,39 @@ export const AdminHandlers = HttpApiBuilder.group(
       )
 
     return handlers
-      .handle("createKey", ({ payload }) =>
-        apiKeys.create(payload).pipe(
+      .handle("createKey", ({ payload, request }) =>
+        apiKeys.create(payload, actorOf(trust, request)).pipe(
           Effect.map(({ key, secret }) => new CreatedKey({ ...toView(key), key: secret })),
           Effect.catchTag("DatabaseError", Effect.die)
         ))
-      .handle("listKeys", () => apiKeys.list.pipe(Effect.map((keys) => keys.map(toView)), Effect.orDie))
-      .handle("updateKey", ({ params, payload }) =>
-        apiKeys.update(params.id, payload).pipe(
-          Effect.catchTag("DatabaseError", Effect.die),
-          Effect.flatMap(Option.match({
-            onNone: () => Effect.fail(noSuchKey(params.id)),
-            onSome: (key) => Effect.succeed(toView(key))
-          }))
-        ))
-      .handle("revokeKey", ({ params }) =>
-        apiKeys.revoke(params.id).pipe(
+      .handle(
+        "listKeys",
+        ({ query }) => apiKeys.list(query.state).pipe(Effect.map((keys) => keys.map(toView)), Effect.orDie)
+      )
+      .handle(
+        "updateKey",
+        ({ params, payload, request }) =>
+          apiKeys.update(params.id, payload, actorOf(trust, request)).pipe(
+            Effect.catchTag("DatabaseError", Effect.die),
+            Effect.flatMap(Option.match({
+              onNone: () => Effect.fail(noSuchKey(params.id)),
+              onSome: (key) => Effect.succeed(toView(key))
+            }))
+          )
+      )
+      .handle(
+        "rollKey",
+        ({ params, payload, request }) =>
+          apiKeys.roll(params.id, payload.overlapSeconds ?? DEFAULT_ROLL_OVERLAP_SECONDS, actorOf(trust, request)).pipe(
+            Effect.orDie,
+            Effect.flatMap(Option.match({
+              onNone: () => Effect.fail(noSuchKey(params.id)),
+              onSome: ({ key, secret }) => Effect.succeed(new CreatedKey({ ...toView(key), key: secret }))
+            }))
+          )
+      )
+      .handle("revokeKey", ({ params, request }) =>
+        apiKeys.revoke(params.id, actorOf(trust, request)).pipe(
           Effect.orDie,
           Effect.flatMap((revoked) => revoked ? Effect.void : Effect.fail(noSuchKey(params.id)))
         ))
@@ -65,12 +109,57 @@ export const AdminHandlers = HttpApiBuilder.group(
         ))
       .handle(
         "unbanKey",
-        ({ params }) =>
-          findKey(params.id).pipe(Effect.flatMap((key) => Effect.orDie(quota.unban(quota.keySubject(key)))))
+        ({ params, request }) =>
+          findKey(params.id).pipe(
+            Effect.flatMap((key) => Effect.orDie(quota.unban(quota.keySubject(key)))),
+            // The ban lives in the quota store (maybe this process's memory): its entry follows the unban.
+            Effect.andThen(Effect.orDie(apiKeys.audit(params.id, "key.unbanned", actorOf(trust, request))))
+          )
       )
       .handle(
         "keyWebhookEndpoints",
         ({ params }) => findKey(params.id).pipe(Effect.flatMap((key) => Effect.orDie(webhookEndpoints.list(key.id))))
       )
+  })
+)
+
+/** A page of the audit trail with the next page's `Link`, relative: the admin listener's address is the operator's. */
+const auditPage = (audit: AdminAudit["Service"], query: ListAuditQuery) =>
+  Effect.gen(function*() {
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE
+    const page = yield* Effect.orDie(audit.list({
+      keyId: query.keyId,
+      action: query.action,
+      limit,
+      before: yield* decodeCursor(query.cursor)
+    }))
+    const link = Option.map(page.nextBefore, (before) => {
+      const params = new URLSearchParams({ limit: String(limit) })
+      if (query.keyId !== undefined) params.set("keyId", query.keyId)
+      if (query.action !== undefined) params.set("action", query.action)
+      params.set("cursor", encodeCursor(before))
+      return `</admin/audit?${params}>; rel="next"`
+    })
+    return HttpApiSchema.withHeaders({
+      body: page.entries.map((entry) =>
+        new AuditEntry({
+          id: String(entry.id),
+          occurredAt: entry.occurredAt.toISOString(),
+          action: entry.action,
+          keyId: entry.keyId as ApiKeyId,
+          changes: entry.changes as AuditEntry["changes"],
+          clientAddress: entry.clientAddress
+        })
+      ),
+      headers: Option.match(link, { onNone: () => ({}), onSome: (link) => ({ link }) })
+    })
+  })
+
+export const AuditHandlers = HttpApiBuilder.group(
+  AdminApi,
+  "audit",
+  Effect.fn(function*(handlers) {
+    const audit = yield* AdminAudit
+    return handlers.handle("listAudit", ({ query }) => auditPage(audit, query))
   })
 )

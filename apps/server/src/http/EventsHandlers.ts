@@ -5,7 +5,7 @@ import {
   InvalidRequest,
   PetstoreApi
 } from "@petstore/contract"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { type EventPosition, Events, START } from "../events/Events.ts"
 import { WebhookDesk } from "../webhooks/WebhookDesk.ts"
@@ -65,16 +65,13 @@ export const EventsHandlers = HttpApiBuilder.group(
         const page = yield* dieOnDatabaseError(
           events.list({ apiKeyId: key.id, staff: key.role === "staff" }, { limit, type: query.type, after })
         )
-        const link = Option.map(page.nextAfter, (next) => {
-          const params = new URLSearchParams({ limit: String(limit) })
-          if (query.type !== undefined) params.set("type", query.type)
-          params.set("cursor", encodeEventCursor(next))
-          return `<${publicUrl.of(request, `/v1/events?${params}`)}>; rel="next"`
-        })
-        return HttpApiSchema.withHeaders({
-          body: page.events,
-          headers: Option.match(link, { onNone: () => ({}), onSome: (link) => ({ link }) })
-        })
+        // Every page links on, so that a poller only follows links: after its last event, or, on an empty
+        // page at the end of the log, the same query again (no cursor yet when the log was empty from the start).
+        const params = new URLSearchParams({ limit: String(limit) })
+        if (query.type !== undefined) params.set("type", query.type)
+        if (page.nextAfter !== START) params.set("cursor", encodeEventCursor(page.nextAfter))
+        const link = `<${publicUrl.of(request, `/v1/events?${params}`)}>; rel="next"`
+        return HttpApiSchema.withHeaders({ body: page.events, headers: { link } })
       }))
   })
 )

@@ -2,7 +2,7 @@ import { CurrentApiKey, DEFAULT_PAGE_SIZE, PetstoreApi } from "@petstore/contrac
 import { Effect } from "effect"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { OrderDesk, type PlacedOrder } from "../orders/OrderDesk.ts"
-import { dieOnDatabaseError } from "./errors.ts"
+import { withoutDatabaseError } from "./databaseFailures.ts"
 import { decodeCursor, pageHeaders } from "./pagination.ts"
 import { PublicUrl } from "./PublicUrl.ts"
 
@@ -21,7 +21,7 @@ export const OrdersHandlers = HttpApiBuilder.group(
   PetstoreApi,
   "store",
   Effect.fn(function*(handlers) {
-    const desk = yield* OrderDesk
+    const desk = withoutDatabaseError(yield* OrderDesk)
     const publicUrl = yield* PublicUrl
 
     return handlers
@@ -29,7 +29,7 @@ export const OrdersHandlers = HttpApiBuilder.group(
         "placeOrder",
         ({ headers, payload }) =>
           CurrentApiKey.use((key) => desk.place(payload.petId, key, headers["idempotency-key"]))
-            .pipe(dieOnDatabaseError, Effect.map(placedAnswer))
+            .pipe(Effect.map(placedAnswer))
       )
       .handle("listOrders", ({ query, request }) =>
         Effect.gen(function*() {
@@ -38,7 +38,7 @@ export const OrdersHandlers = HttpApiBuilder.group(
             status: query.status,
             after: yield* decodeCursor(query.cursor)
           }
-          const page = yield* dieOnDatabaseError(CurrentApiKey.use((key) => desk.list(key, pageQuery)))
+          const page = yield* CurrentApiKey.use((key) => desk.list(key, pageQuery))
           return HttpApiSchema.withHeaders({
             body: page.orders,
             headers: pageHeaders(page.nextAfter, pageQuery, (path) => publicUrl.of(request, path), "/v1/store/orders")
@@ -46,15 +46,15 @@ export const OrdersHandlers = HttpApiBuilder.group(
         }))
       .handle(
         "getOrder",
-        ({ params }) => CurrentApiKey.use((key) => desk.get(params.orderId, key)).pipe(dieOnDatabaseError)
+        ({ params }) => CurrentApiKey.use((key) => desk.get(params.orderId, key))
       )
       .handle(
         "cancelOrder",
-        ({ params }) => CurrentApiKey.use((key) => desk.cancel(params.orderId, key)).pipe(dieOnDatabaseError)
+        ({ params }) => CurrentApiKey.use((key) => desk.cancel(params.orderId, key))
       )
       .handle(
         "deliverOrder",
-        ({ params }) => CurrentApiKey.use((key) => desk.deliver(params.orderId, key)).pipe(dieOnDatabaseError)
+        ({ params }) => CurrentApiKey.use((key) => desk.deliver(params.orderId, key))
       )
   })
 )

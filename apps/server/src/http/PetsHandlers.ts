@@ -4,7 +4,7 @@ import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { etagOf, PetChanges } from "../pets/PetChanges.ts"
 import { type CreatedPet, PetCreation } from "../pets/PetCreation.ts"
 import { Pets, type StoredPet } from "../pets/Pets.ts"
-import { dieOnDatabaseError } from "./errors.ts"
+import { withoutDatabaseError } from "./databaseFailures.ts"
 import { decodeCursor, pageHeaders } from "./pagination.ts"
 import { PublicUrl } from "./PublicUrl.ts"
 
@@ -27,9 +27,9 @@ export const PetsHandlers = HttpApiBuilder.group(
   PetstoreApi,
   "pets",
   Effect.fn(function*(handlers) {
-    const pets = yield* Pets
-    const petCreation = yield* PetCreation
-    const petChanges = yield* PetChanges
+    const pets = withoutDatabaseError(yield* Pets)
+    const petCreation = withoutDatabaseError(yield* PetCreation)
+    const petChanges = withoutDatabaseError(yield* PetChanges)
     const publicUrl = yield* PublicUrl
 
     return handlers
@@ -40,7 +40,7 @@ export const PetsHandlers = HttpApiBuilder.group(
             status: query.status,
             after: yield* decodeCursor(query.cursor)
           }
-          const page = yield* dieOnDatabaseError(pets.list(pageQuery))
+          const page = yield* pets.list(pageQuery)
           return HttpApiSchema.withHeaders({
             body: page.pets,
             headers: pageHeaders(page.nextAfter, pageQuery, (path) => publicUrl.of(request, path))
@@ -52,11 +52,10 @@ export const PetsHandlers = HttpApiBuilder.group(
           CurrentApiKey.use((key) =>
             petCreation.create(payload, { apiKeyId: key.id, idempotencyKey: headers["idempotency-key"] })
           )
-            .pipe(dieOnDatabaseError, Effect.map(createdAnswer))
+            .pipe(Effect.map(createdAnswer))
       )
       .handle("getPet", ({ params }) =>
         pets.get(params.petId).pipe(
-          dieOnDatabaseError,
           Effect.flatMap(Option.match({
             onNone: () => Effect.fail(new NotFound({ message: `No pet has id ${params.petId}` })),
             onSome: (stored) => Effect.succeed(versionedAnswer(stored))
@@ -65,15 +64,11 @@ export const PetsHandlers = HttpApiBuilder.group(
       .handle(
         "updatePet",
         ({ params, payload, headers }) =>
-          petChanges.update(params.petId, payload, headers["if-match"]).pipe(
-            dieOnDatabaseError,
-            Effect.map(versionedAnswer)
-          )
+          petChanges.update(params.petId, payload, headers["if-match"]).pipe(Effect.map(versionedAnswer))
       )
       .handle(
         "deletePet",
-        ({ params, headers }) =>
-          CurrentApiKey.use((key) => petChanges.remove(params.petId, headers["if-match"], key)).pipe(dieOnDatabaseError)
+        ({ params, headers }) => CurrentApiKey.use((key) => petChanges.remove(params.petId, headers["if-match"], key))
       )
   })
 )

@@ -63,7 +63,9 @@ const detailOf = (error: ParseError): ErrorDetail => {
  * no headers of a request it refuses, so a client's own id cannot be echoed.
  */
 const errorAnswer = (error: ApiError, head: boolean): string => {
-  const json = JSON.stringify(errorBodyOf(error))
+  // No route (nor requestLog) sees this request, so its id is made here, for the header and the body alike.
+  const requestId = randomUUID()
+  const json = JSON.stringify({ ...errorBodyOf(error), requestId })
   return [
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}`,
     `Date: ${new Date().toUTCString()}`,
@@ -71,7 +73,7 @@ const errorAnswer = (error: ApiError, head: boolean): string => {
     `Content-Length: ${Buffer.byteLength(json)}`,
     "Cache-Control: no-store",
     "X-Content-Type-Options: nosniff",
-    `X-Request-Id: ${randomUUID()}`,
+    `X-Request-Id: ${requestId}`,
     "Connection: close",
     "",
     // An answer to HEAD has no body (RFC 9110 §9.3.2): a client reads one as the start of the next answer.

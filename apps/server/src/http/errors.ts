@@ -1,6 +1,6 @@
 import { type ApiError, errorBodyOf, InternalError, NotFound, ServiceUnavailable } from "@petstore/contract"
 import { Cause, Effect } from "effect"
-import { HttpServerError, HttpServerResponse } from "effect/http"
+import { HttpBody, HttpServerError, HttpServerResponse } from "effect/http"
 import { DatabaseError } from "../db/DatabaseError.ts"
 import { traced } from "../observability/spans.ts"
 
@@ -88,3 +88,22 @@ export const renderUnrouted = (cause: Cause.Cause<unknown>) =>
     : causeHas(cause, isRouteNotFound)
     ? Effect.succeed(errorResponse(new NotFound({ message: "No operation at this path" })))
     : renderCause(cause)
+
+/**
+ * An error answer with its request's id in the body (`requestId`, the answer's `X-Request-Id`). Added here,
+ * once every route and middleware has answered, rather than where each error is made: HttpApi encodes an
+ * operation's declared errors itself, and this way no error answer of a listener goes without it.
+ */
+export const withRequestIdInErrorBody = (response: HttpServerResponse.HttpServerResponse, requestId: string) => {
+  const body = response.body
+  if (response.status < 400 || body._tag !== "Uint8Array" || !body.contentType.startsWith("application/json")) {
+    return response
+  }
+  const json: unknown = JSON.parse(body.text ?? new TextDecoder().decode(body.body))
+  return isErrorBody(json, response.status)
+    ? HttpServerResponse.setBody(response, HttpBody.jsonUnsafe({ ...json, requestId }, body.contentType))
+    : response
+}
+
+const isErrorBody = (json: unknown, status: number): json is Record<string, unknown> =>
+  typeof json === "object" && json !== null && "code" in json && (json as { status?: unknown }).status === status

@@ -2,6 +2,7 @@ import { Cause, Clock, Context, Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { recordRequestUnsafe } from "../observability/metrics.ts"
+import { renderUnrouted, withRequestIdInErrorBody } from "./errors.ts"
 import { refuseUnroutableTargets } from "./requestTarget.ts"
 
 /** What the routes learn about a request that belongs on its log line. */
@@ -22,7 +23,7 @@ const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
 /**
  * Global middleware of a listener: refuses what no route may see (requestTarget.ts), gives every request an id (the client's
- * `X-Request-Id` when sane, else a new one), echoes it on the response, puts it
+ * `X-Request-Id` when sane, else a new one), echoes it on the response and in an error's body, puts it
  * on every log line of the request, and writes one structured line per request.
  *
  * It runs on every request, so it reads what it needs from the fiber at once
@@ -54,12 +55,17 @@ export const requestLog = HttpRouter.middleware((httpEffect) =>
         }))
       })
     return refuseUnroutableTargets(httpEffect).pipe(
+      // What no route answered is answered here, so that it too carries the request's id.
+      Effect.catchCause(renderUnrouted),
       Effect.provideService(CurrentRequestFacts, facts),
-      // 499: the client went away before the answer (nginx's convention); else the router found no route.
-      Effect.tapCause((cause) => logLine(Cause.hasInterruptsOnly(cause) ? 499 : 404)),
+      // 499: the client went away before the answer (nginx's convention).
+      Effect.tapCause((cause) => logLine(Cause.hasInterruptsOnly(cause) ? 499 : 500)),
       Effect.annotateLogs({ requestId }),
       Effect.flatMap((response) =>
-        Effect.as(logLine(response.status), HttpServerResponse.setHeader(response, "x-request-id", requestId))
+        Effect.as(
+          logLine(response.status),
+          HttpServerResponse.setHeader(withRequestIdInErrorBody(response, requestId), "x-request-id", requestId)
+        )
       )
     )
   }), { global: true })

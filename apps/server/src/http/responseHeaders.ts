@@ -7,7 +7,7 @@ import { answerEveryFailure } from "./errors.ts"
 import { routeTable } from "./routeTable.ts"
 
 /** API answers are personal and typed: never cached by intermediaries, never sniffed as another type. */
-const everyV1Answer = { "cache-control": "no-store", "x-content-type-options": "nosniff" }
+export const everyV1Answer = { "cache-control": "no-store", "x-content-type-options": "nosniff" }
 
 const bearerCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
 

@@ -1,5 +1,5 @@
 import { CostsNoQuota, Stability } from "@petstore/contract"
-import { Context, Effect, Option } from "effect"
+import { Context, Effect, Option, SchemaAST } from "effect"
 import { FindMyWay, HttpRouter } from "effect/http"
 import { OpenApi } from "effect/http-api"
 
@@ -12,6 +12,8 @@ export interface Operation {
   readonly costsNoQuota: boolean
   /** A beta operation: every answer says so (`Stability: beta`). */
   readonly beta: boolean
+  /** The request headers it reads, lower case: `authorization` always, `content-type` with a body, its own. */
+  readonly requestHeaders: ReadonlyArray<string>
 }
 
 /** The part of an `HttpApi` this module reads. */
@@ -23,6 +25,8 @@ export interface ApiRoutes {
           readonly method: string
           readonly path: string
           readonly annotations: Context.Context<never>
+          readonly headers?: { readonly ast: SchemaAST.AST } | undefined
+          readonly payload?: ReadonlyMap<string, unknown>
         }
       }
     }
@@ -44,7 +48,15 @@ export interface RouteTable {
   readonly matched: (context: HttpRouter.RouteContext["Service"]) => Option.Option<Operation>
   /** The methods a path (and query) accepts, in the form of an `Allow` header: HEAD goes with GET. */
   readonly allowedMethods: (url: string) => ReadonlyArray<string>
+  /** The operations at a path (and query), whatever their method. */
+  readonly operationsAt: (url: string) => ReadonlyArray<Operation>
 }
+
+/** The header names an endpoint's headers schema declares: the property names of its (struct's) AST. */
+const declaredHeaders = (schema: { readonly ast: SchemaAST.AST } | undefined): ReadonlyArray<string> =>
+  schema !== undefined && SchemaAST.isObjects(schema.ast)
+    ? schema.ast.propertySignatures.map((property) => String(property.name).toLowerCase())
+    : []
 
 /**
  * The operations an API declares, read from its contract, and matched by the
@@ -60,7 +72,12 @@ export const routeTable = Effect.fnUntraced(function*(api: ApiRoutes) {
       path: endpoint.path,
       deprecated: Context.getOrUndefined(endpoint.annotations, OpenApi.Deprecated) === true,
       costsNoQuota: Context.getOrUndefined(endpoint.annotations, CostsNoQuota) === true,
-      beta: Context.getOrUndefined(endpoint.annotations, Stability) === "beta"
+      beta: Context.getOrUndefined(endpoint.annotations, Stability) === "beta",
+      requestHeaders: [
+        "authorization",
+        ...((endpoint.payload?.size ?? 0) > 0 ? ["content-type"] : []),
+        ...declaredHeaders(endpoint.headers)
+      ]
     }))
   )
   const matcher = FindMyWay.make<Operation>(yield* HttpRouter.RouterConfig)
@@ -77,6 +94,11 @@ export const routeTable = Effect.fnUntraced(function*(api: ApiRoutes) {
         return found !== undefined && !hasEmptyParameter(found.params)
       })
       return allowed.includes("GET") ? [...allowed, "HEAD"] : allowed
-    }
+    },
+    operationsAt: (url) =>
+      methods.flatMap((method) => {
+        const found = matcher.find(method, url)
+        return found === undefined || hasEmptyParameter(found.params) ? [] : [found.handler]
+      })
   } satisfies RouteTable
 })

@@ -5,9 +5,10 @@ import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../config.ts"
 import { prometheusText } from "../observability/metrics.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
-import { AdminHandlers } from "./AdminHandlers.ts"
+import { AdminHandlers, AuditHandlers } from "./AdminHandlers.ts"
 import { DocumentRoutes, FaviconRoute, HealthRoutes } from "./anonymousSurfaces.ts"
 import { AdminAuthLive, ApiKeyAuthLive, isAdminToken } from "./ApiKeyAuth.ts"
+import { cors } from "./cors.ts"
 import { errorResponse } from "./errors.ts"
 import { EventsHandlers, WebhooksHandlers } from "./EventsHandlers.ts"
 import { OrdersHandlers } from "./OrdersHandlers.ts"
@@ -19,15 +20,17 @@ import { adminResponseHeaders, v1ResponseHeaders } from "./responseHeaders.ts"
 import { emptyParameterIsUnknownPath, unmatchedRoutes } from "./unmatchedRoutes.ts"
 
 /**
- * Route middleware of everything under `/v1`, outermost first: the answer's
- * headers (and the Error shape of whatever failed), quota admission, then the
- * route, where a path with an empty parameter is an unknown path.
+ * Route middleware of everything under `/v1`, outermost first: CORS (a
+ * preflight is answered there, before quota and key), the answer's headers
+ * (and the Error shape of whatever failed), quota admission, then the route,
+ * where a path with an empty parameter is an unknown path.
  */
 const v1Edge = HttpRouter.middleware<{ handles: unknown }>()(Effect.gen(function*() {
+  const crossOrigin = yield* cors
   const headers = yield* v1ResponseHeaders
   const admission = yield* quotaAdmission
   return (route: Effect.Effect<HttpServerResponse.HttpServerResponse, unknown>) =>
-    headers(admission(emptyParameterIsUnknownPath(route)))
+    crossOrigin(headers(admission(emptyParameterIsUnknownPath(route))))
 })).layer
 
 /** Route middleware of the admin API: its headers (and the Error shape of whatever failed), then the route. */
@@ -69,7 +72,11 @@ const MetricsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {
 export const AdminRoutes = Layer.mergeAll(
   MetricsRoute,
   HttpApiBuilder.layer(AdminApi).pipe(
-    Layer.provide(AdminHandlers.pipe(Layer.provide(Layer.mergeAll(AdminAuthLive, RequestValidationLive))))
+    Layer.provide(
+      Layer.mergeAll(AdminHandlers, AuditHandlers).pipe(
+        Layer.provide(Layer.mergeAll(AdminAuthLive, RequestValidationLive))
+      )
+    )
   ),
   unmatchedRoutes(AdminApi, "/admin"),
   requestLog

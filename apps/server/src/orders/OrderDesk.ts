@@ -11,15 +11,15 @@ import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
+import type { PetMissing } from "../pets/PetRefusals.ts"
+import type { OrderMissing, OrderNotPlaced, PetNotOrderable } from "./OrderRefusals.ts"
 import {
-  type MoveRefusal,
   type OrderPage,
   type OrderPageQuery,
   type OrderRow,
   Orders,
   type OrderScope,
   placeUnderClaim,
-  type PlaceRefusal,
   toOrder
 } from "./Orders.ts"
 import { traced } from "../observability/spans.ts"
@@ -43,22 +43,25 @@ const scopeOf = (caller: Caller): OrderScope =>
 /** Distinct from every createPet hash (a JSON array of three), so a key reused across the two is a mismatch, never a replay. */
 const requestHash = (petId: number) => createHash("sha256").update(JSON.stringify(["placeOrder", petId])).digest("hex")
 
-const placeRefused = (petId: number) => (refusal: PlaceRefusal) =>
-  refusal._tag === "PetMissing"
-    ? new NotFound({ message: `No pet has id ${petId}` })
-    : new PetNotAvailable({ message: `Pet ${petId} is ${refusal.status}, not available: it cannot be ordered` })
-
 const noSuchOrder = (orderId: number) => new NotFound({ message: `No order has id ${orderId}` })
 
-const moveRefused =
-  (orderId: number, verb: string) => (refusal: MoveRefusal): Effect.Effect<never, NotFound | InvalidTransition> => {
-    if (refusal._tag === "OrderMissing") return Effect.fail(noSuchOrder(orderId))
+/** The contract's answer to each refusal of `Orders`: the compiler checks every one is answered. */
+const answerPlaceRefusals = {
+  PetMissing: ({ petId }: PetMissing) => Effect.fail(new NotFound({ message: `No pet has id ${petId}` })),
+  PetNotOrderable: ({ petId, status }: PetNotOrderable) =>
+    Effect.fail(new PetNotAvailable({ message: `Pet ${petId} is ${status}, not available: it cannot be ordered` }))
+}
+
+const answerMoveRefusals = (verb: string) => ({
+  OrderMissing: ({ orderId }: OrderMissing) => Effect.fail(noSuchOrder(orderId)),
+  OrderNotPlaced: ({ orderId, status }: OrderNotPlaced): Effect.Effect<never, InvalidTransition> =>
     // A placed order always moves; refusing one would be a bug.
-    if (refusal.status === "placed") return Effect.die(new Error(`order ${orderId} is placed but did not move`))
-    return Effect.fail(
-      new InvalidTransition({ message: `Order ${orderId} is ${refusal.status}: only a placed order can be ${verb}` })
-    )
-  }
+    status === "placed"
+      ? Effect.die(new Error(`order ${orderId} is placed but did not move`))
+      : Effect.fail(
+        new InvalidTransition({ message: `Order ${orderId} is ${status}: only a placed order can be ${verb}` })
+      )
+})
 
 /**
  * What a request does with orders, across tables: who may see and move which
@@ -104,10 +107,7 @@ export class OrderDesk extends Context.Service<OrderDesk, {
             )
             if (outcome._tag === "Created") return Option.some(toOrder(outcome.row))
             if (outcome._tag === "Lost") return Option.none()
-            return yield* Effect.flatMap(
-              orders.placeRefusal(petId),
-              (refusal) => Effect.fail(placeRefused(petId)(refusal))
-            )
+            return yield* orders.refusePlacement(petId).pipe(Effect.catchTags(answerPlaceRefusals))
           }),
           replay: (orderId) => orders.get({ _tag: "Own", apiKeyId: caller.id }, orderId)
         }).pipe(Effect.map(({ created, replayed }) => ({ order: created, replayed })))
@@ -115,13 +115,7 @@ export class OrderDesk extends Context.Service<OrderDesk, {
       return OrderDesk.of({
         place: Effect.fnUntraced(function*(petId, caller, idempotencyKey) {
           if (idempotencyKey !== undefined) return yield* placeOnce(petId, caller, idempotencyKey)
-          const order = yield* orders.place(petId, caller.id).pipe(
-            Effect.catchIf(
-              (error): error is PlaceRefusal =>
-                "_tag" in error && (error._tag === "PetMissing" || error._tag === "PetNotAvailable"),
-              (refusal) => Effect.fail(placeRefused(petId)(refusal))
-            )
-          )
+          const order = yield* orders.place(petId, caller.id).pipe(Effect.catchTags(answerPlaceRefusals))
           return { order, replayed: false }
         }, traced("OrderDesk.place")),
         list: (caller, query) => orders.list(scopeOf(caller), query),
@@ -131,20 +125,17 @@ export class OrderDesk extends Context.Service<OrderDesk, {
           ),
         cancel: (orderId, caller) =>
           orders.move(scopeOf(caller), orderId, "cancelled").pipe(
-            Effect.catchIf(isMoveRefusal, (refusal) => moveRefused(orderId, "cancelled")(refusal))
+            Effect.catchTags(answerMoveRefusals("cancelled"))
           ),
         deliver: Effect.fnUntraced(function*(orderId, caller) {
           if (caller.role !== "staff") {
             return yield* new Forbidden({ message: "Delivering an order needs a staff API key" })
           }
           return yield* orders.move(scopeOf(caller), orderId, "delivered").pipe(
-            Effect.catchIf(isMoveRefusal, (refusal) => moveRefused(orderId, "delivered")(refusal))
+            Effect.catchTags(answerMoveRefusals("delivered"))
           )
         }, traced("OrderDesk.deliver"))
       })
     })
   )
 }
-
-const isMoveRefusal = (error: MoveRefusal | DatabaseError): error is MoveRefusal =>
-  error._tag === "OrderMissing" || error._tag === "NotPlaced"

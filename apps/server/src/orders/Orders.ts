@@ -4,6 +4,8 @@ import { Database } from "../db/Database.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { type Statement, sql } from "../db/sql.ts"
 import { traced } from "../observability/spans.ts"
+import { PetMissing } from "../pets/PetRefusals.ts"
+import { OrderMissing, OrderNotPlaced, PetNotOrderable } from "./OrderRefusals.ts"
 
 /** A row of the orders table as its statements return it. */
 export interface OrderRow {
@@ -37,16 +39,10 @@ export interface OrderPage {
 }
 
 /** Why an order was not placed: the pet does not exist, or is not `available` (its status now). */
-export type PlaceRefusal = { readonly _tag: "PetMissing" } | {
-  readonly _tag: "PetNotAvailable"
-  readonly status: PetStatus
-}
+export type PlaceRefusal = PetMissing | PetNotOrderable
 
 /** Why an order did not move: no such order in scope, or it is not `placed` (its status now). */
-export type MoveRefusal = { readonly _tag: "OrderMissing" } | {
-  readonly _tag: "NotPlaced"
-  readonly status: OrderStatus
-}
+export type MoveRefusal = OrderMissing | OrderNotPlaced
 
 /** Where each move takes an order, and its pet. */
 const moves = {
@@ -116,8 +112,8 @@ export const placeUnderClaim = (petId: number, apiKeyId: string): Statement =>
 export class Orders extends Context.Service<Orders, {
   /** Places an order for an available pet, which becomes `pending` in the same statement. */
   readonly place: (petId: number, apiKeyId: string) => Effect.Effect<Order, PlaceRefusal | DatabaseError>
-  /** Why a placement of this pet was refused, as things stand now. */
-  readonly placeRefusal: (petId: number) => Effect.Effect<PlaceRefusal, DatabaseError>
+  /** Fails with why a placement of this pet was refused, as things stand now. */
+  readonly refusePlacement: (petId: number) => Effect.Effect<never, PlaceRefusal | DatabaseError>
   readonly list: (scope: OrderScope, query: OrderPageQuery) => Effect.Effect<OrderPage, DatabaseError>
   readonly get: (scope: OrderScope, id: number) => Effect.Effect<Option.Option<Order>, DatabaseError>
   /** Moves a `placed` order to `to`, and its pet with it (`cancelled`: available, `delivered`: sold). */
@@ -133,10 +129,12 @@ export class Orders extends Context.Service<Orders, {
       const db = yield* Database
 
       // Read after the statement, in a snapshot of its own: the state that refused it, not the one it started from.
-      const placeRefusal = (petId: number) =>
+      const refusePlacement = (petId: number) =>
         db.query<{ readonly status: PetStatus }>(sql`SELECT status FROM pets WHERE id = ${petId}::bigint`).pipe(
-          Effect.map(([row]): PlaceRefusal =>
-            row === undefined ? { _tag: "PetMissing" } : { _tag: "PetNotAvailable", status: row.status }
+          Effect.flatMap(([row]) =>
+            Effect.fail<PlaceRefusal>(
+              row === undefined ? new PetMissing({ petId }) : new PetNotOrderable({ petId, status: row.status })
+            )
           )
         )
 
@@ -153,7 +151,7 @@ export class Orders extends Context.Service<Orders, {
           SELECT id, id, ${apiKeyId}, 'placed' FROM pet
           RETURNING id, pet_id, status, placed_at, updated_at`)
         if (row !== undefined) return toOrder(row)
-        return yield* Effect.flatMap(placeRefusal(petId), (refusal) => Effect.fail(refusal))
+        return yield* refusePlacement(petId)
       }, traced("Orders.place"))
 
       const list = Effect.fnUntraced(function*(scope: OrderScope, query: OrderPageQuery) {
@@ -190,12 +188,12 @@ export class Orders extends Context.Service<Orders, {
         if (row !== undefined) return toOrder(row)
         const now = yield* get(scope, id)
         return yield* Option.match(now, {
-          onNone: () => Effect.fail<MoveRefusal>({ _tag: "OrderMissing" }),
-          onSome: (order) => Effect.fail<MoveRefusal>({ _tag: "NotPlaced", status: order.status })
+          onNone: () => Effect.fail<MoveRefusal>(new OrderMissing({ orderId: id })),
+          onSome: (order) => Effect.fail<MoveRefusal>(new OrderNotPlaced({ orderId: id, status: order.status }))
         })
       }, traced("Orders.move"))
 
-      return Orders.of({ place, placeRefusal, list, get, move })
+      return Orders.of({ place, refusePlacement, list, get, move })
     })
   )
 }

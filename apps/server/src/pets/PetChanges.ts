@@ -8,7 +8,8 @@ import {
 } from "@petstore/contract"
 import { Context, Effect, Layer } from "effect"
 import type { DatabaseError } from "../db/DatabaseError.ts"
-import { type PetChangeRefusal, type PetPrecondition, Pets, type StoredPet } from "./Pets.ts"
+import type { PetMissing, PetUnderOpenOrder, PetVersionStale } from "./PetRefusals.ts"
+import { type PetPrecondition, Pets, type StoredPet } from "./Pets.ts"
 import { traced } from "../observability/spans.ts"
 
 /** A pet's `ETag`: its id and version, as a strong entity tag (RFC 9110). */
@@ -31,12 +32,18 @@ export const preconditionOf = (petId: number, ifMatch: string | undefined): PetP
   return { _tag: "Versions", versions }
 }
 
-const refused = (petId: number) => (refusal: PetChangeRefusal) =>
-  refusal === "Missing"
-    ? new NotFound({ message: `No pet has id ${petId}` })
-    : new PreconditionFailed({
-      message: `Pet ${petId} has changed since the version If-Match names: read it again for its current ETag`
-    })
+/** The contract's answer to each refusal of `Pets`: the compiler checks every one is answered. */
+const answerRefusals = {
+  PetMissing: ({ petId }: PetMissing) => Effect.fail(new NotFound({ message: `No pet has id ${petId}` })),
+  PetVersionStale: ({ petId }: PetVersionStale) =>
+    Effect.fail(
+      new PreconditionFailed({
+        message: `Pet ${petId} has changed since the version If-Match names: read it again for its current ETag`
+      })
+    ),
+  PetUnderOpenOrder: ({ petId }: PetUnderOpenOrder) =>
+    Effect.fail(new PetHasOpenOrder({ message: `Pet ${petId} has an open order: cancel or deliver it first` }))
+}
 
 /**
  * Changing and deleting pets (beta): the `If-Match` precondition, and who may
@@ -61,24 +68,11 @@ export class PetChanges extends Context.Service<PetChanges, {
       return PetChanges.of({
         update: (petId, patch, ifMatch) =>
           pets.update(petId, patch, preconditionOf(petId, ifMatch)).pipe(
-            Effect.catchIf((error) => error === "Missing" || error === "Stale", (refusal) =>
-              Effect.fail(refused(petId)(refusal)))
+            Effect.catchTags({ PetMissing: answerRefusals.PetMissing, PetVersionStale: answerRefusals.PetVersionStale })
           ),
         remove: Effect.fnUntraced(function*(petId, ifMatch, caller) {
           if (caller.role !== "staff") return yield* new Forbidden({ message: "Deleting a pet needs a staff API key" })
-          yield* pets.remove(petId, preconditionOf(petId, ifMatch)).pipe(
-            Effect.catchIf(
-              (error) => error === "HasOpenOrder",
-              () =>
-                Effect.fail(
-                  new PetHasOpenOrder({ message: `Pet ${petId} has an open order: cancel or deliver it first` })
-                )
-            ),
-            Effect.catchIf(
-              (error) => error === "Missing" || error === "Stale",
-              (refusal) => Effect.fail(refused(petId)(refusal))
-            )
-          )
+          yield* pets.remove(petId, preconditionOf(petId, ifMatch)).pipe(Effect.catchTags(answerRefusals))
         }, traced("PetChanges.remove"))
       })
     })

@@ -5,6 +5,7 @@ import { Database } from "../db/Database.ts"
 import { DatabaseError, errorCode } from "../db/DatabaseError.ts"
 import { arrayLiteral, sql, type Statement } from "../db/sql.ts"
 import { traced } from "../observability/spans.ts"
+import { PetMissing, PetUnderOpenOrder, PetVersionStale } from "./PetRefusals.ts"
 
 export interface PetPage {
   readonly pets: ReadonlyArray<Pet>
@@ -56,7 +57,7 @@ export type PetPrecondition = { readonly _tag: "Any" } | {
 }
 
 /** Why a change was not made: no such pet, or it is no longer the version If-Match named. */
-export type PetChangeRefusal = "Missing" | "Stale"
+export type PetChangeRefusal = PetMissing | PetVersionStale
 
 const anyVersion = (precondition: PetPrecondition) => precondition._tag === "Any"
 const versionsOf = (precondition: PetPrecondition) => precondition._tag === "Any" ? [] : precondition.versions
@@ -102,13 +103,13 @@ export class Pets extends Context.Service<Pets, {
     precondition: PetPrecondition
   ) => Effect.Effect<StoredPet, PetChangeRefusal | DatabaseError>
   /**
-   * Deletes the pet if the precondition holds. `HasOpenOrder` when an order
+   * Deletes the pet if the precondition holds. `PetUnderOpenOrder` when an order
    * of it is open: the schema refuses it (`orders.open_pet_id` references the pet).
    */
   readonly remove: (
     id: number,
     precondition: PetPrecondition
-  ) => Effect.Effect<void, PetChangeRefusal | "HasOpenOrder" | DatabaseError>
+  ) => Effect.Effect<void, PetChangeRefusal | PetUnderOpenOrder | DatabaseError>
 }>()("@petstore/server/pets/Pets") {
   static readonly layer = Layer.effect(
     Pets,
@@ -203,7 +204,11 @@ export class Pets extends Context.Service<Pets, {
       /** After a change matched no row: the pet is gone, or it is there in another version. */
       const refusalOf = (id: number) =>
         db.query(sql`SELECT 1 FROM pets WHERE id = ${id}::bigint`).pipe(
-          Effect.flatMap((rows) => Effect.fail<PetChangeRefusal>(rows.length === 0 ? "Missing" : "Stale"))
+          Effect.flatMap((rows) =>
+            Effect.fail<PetChangeRefusal>(
+              rows.length === 0 ? new PetMissing({ petId: id }) : new PetVersionStale({ petId: id })
+            )
+          )
         )
 
       const update = Effect.fnUntraced(function*(id: number, patch: PetPatch, precondition: PetPrecondition) {
@@ -235,7 +240,7 @@ export class Pets extends Context.Service<Pets, {
           // 23503: an open order refers to the pet (orders.open_pet_id).
           Effect.catchIf(
             (error): error is DatabaseError => error instanceof DatabaseError && errorCode(error.cause) === "23503",
-            () => Effect.fail("HasOpenOrder" as const)
+            () => Effect.fail(new PetUnderOpenOrder({ petId: id }))
           )
         )
         if (rows.length === 0) return yield* refusalOf(id)

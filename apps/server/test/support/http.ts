@@ -13,11 +13,17 @@ export const sendRaw = async (origin: string, request: RawRequest): Promise<Answ
   return { status: answer.status, headers, body: answer.body, text: answer.text }
 }
 
-/** Asserts the documented Error shape: exactly code, message and status (details only on a 400). */
+/**
+ * Asserts the documented Error shape: exactly code, message and status (details only on a 400), and the
+ * request's id, equal to the answer's `X-Request-Id`.
+ */
 export const expectError = (answer: Answer, status: number, code: string) => {
   expect(answer.status, answer.text).toBe(status)
   expect(answer.headers.get("content-type")).toMatch(/^application\/json/)
-  const allowed = status === 400 ? ["code", "details", "message", "status"] : ["code", "message", "status"]
+  const allowed = status === 400
+    ? ["code", "details", "message", "requestId", "status"]
+    : ["code", "message", "requestId", "status"]
+  expect(answer.body.requestId, answer.text).toBe(answer.headers.get("x-request-id"))
   for (const key of Object.keys(answer.body)) expect(allowed).toContain(key)
   expect(answer.body.code).toBe(code)
   expect(answer.body.status).toBe(status)

@@ -23,6 +23,8 @@ export interface TcpProxy {
    * swallowed by a network or a proxy, with nothing to tell the driver.
    */
   readonly swallowNextAnswer: () => void
+  /** Every open connection is closed (both ends), as a crashed host's are; new ones are forwarded. */
+  readonly dropConnections: () => void
 }
 
 export const startTcpProxy = async (target: { host: string; port: number }): Promise<TcpProxy> => {
@@ -87,6 +89,9 @@ export const startTcpProxy = async (target: { host: string; port: number }): Pro
     accepted: () => acceptedCount,
     swallowNextAnswer: () => {
       swallowNext = true
+    },
+    dropConnections: () => {
+      for (const socket of sockets) socket.destroy()
     },
     cut: async (how) => {
       mode = how

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { runSuite } from "../../src/index.ts"
 import { DEFAULT_KEYS, type Deviation, type DeviationCase, DEVIATIONS } from "../fixture/deviations.ts"
-import { startFixture } from "../fixture/server.ts"
+import { FIXTURE_CORS_ORIGIN, startFixture } from "../fixture/server.ts"
 import { idsWith, keysOf } from "./keys.ts"
 
 /** Runs the whole suite against a fixture with each deviation, all at once, and expects a named check to fail. */
@@ -21,7 +21,8 @@ export const catchesEach = (deviations: ReadonlyArray<DeviationCase & { readonly
           staffKey: fixture.staffKeys[0],
           ...(daily ? { daily: true, grep: "daily" } : {}),
           ...(deviation.grep === undefined ? {} : { grep: deviation.grep }),
-          ...(deviation.webhooks === true ? { webhooks: {} } : {})
+          ...(deviation.webhooks === true ? { webhooks: {} } : {}),
+          ...(deviation.cors === true ? { corsOrigin: FIXTURE_CORS_ORIGIN } : {})
         })
         const failed = idsWith(result, "fail")
         const caught = deviation.caughtBy.filter((id) => failed.includes(id))

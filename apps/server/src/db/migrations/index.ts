@@ -11,6 +11,10 @@ import quotaUsageExpires from "./0011_quota_usage_expires.ts"
 import createEvents from "./0012_create_events.ts"
 import createWebhooks from "./0013_create_webhooks.ts"
 import webhookEndpointSlots from "./0014_webhook_endpoint_slots.ts"
+import apiKeyExpiry from "./0015_api_key_expiry.ts"
+import apiKeyRolling from "./0016_api_key_rolling.ts"
+import apiKeyLastUse from "./0017_api_key_last_use.ts"
+import createAdminAudit from "./0018_create_admin_audit.ts"
 
 export interface Migration {
   /** Versions only grow; a released migration is never edited, a new one is added. */
@@ -19,6 +23,10 @@ export interface Migration {
   readonly statements: ReadonlyArray<string>
 }
 
+/**
+ * In order of version. There is no version 10: the number was skipped when 11 landed, and versions only grow,
+ * so no database holds a 10 and none will be written.
+ */
 export const migrations: ReadonlyArray<Migration> = [
   createPets,
   createApiKeys,
@@ -32,5 +40,9 @@ export const migrations: ReadonlyArray<Migration> = [
   quotaUsageExpires,
   createEvents,
   createWebhooks,
-  webhookEndpointSlots
+  webhookEndpointSlots,
+  apiKeyExpiry,
+  apiKeyRolling,
+  apiKeyLastUse,
+  createAdminAudit
 ]
