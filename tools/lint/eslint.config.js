@@ -19,14 +19,17 @@ const serverSource = "apps/server/src"
  */
 export const serverRooms = [
   { room: "main", paths: ["main.ts", "cluster.ts"] },
-  { room: "server", paths: ["server.ts"] },
+  { room: "server", paths: ["server.ts", "listeners.ts"] },
   { room: "http", paths: ["http"] },
   {
     room: "services",
     paths: ["auth", "pets", "orders", "quota", "events", "webhooks", "idempotency", "drain.ts"]
   },
   { room: "db", paths: ["db"] },
-  { room: "config/net/observability", paths: ["config.ts", "startupError.ts", "net", "observability"] }
+  {
+    room: "config/net/observability",
+    paths: ["config.ts", "configSecrets.ts", "configDescription.ts", "startupError.ts", "net", "observability"]
+  }
 ]
 
 /**
@@ -41,7 +44,7 @@ export const tableWriters = {
   api_keys: ["auth/ApiKeys.ts"],
   // ApiKeys.ts records each admin change in the statement that makes it; AdminAudit.ts sweeps the trail.
   admin_audit: ["auth/ApiKeys.ts", "auth/AdminAudit.ts"],
-  quota_usage: ["quota/QuotaStore.ts"],
+  quota_usage: ["quota/PostgresQuotaStore.ts"],
   idempotency_keys: ["idempotency/IdempotencyKeys.ts"],
   events: ["events/Events.ts", "webhooks/Deliveries.ts"], // Deliveries.ts: a test event is queued with its message.
   // Deliveries.ts disables an endpoint that keeps failing; WebhookEndpoints.ts drops a deleted endpoint's queue.

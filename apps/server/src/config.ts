@@ -1,5 +1,4 @@
-import { Config, ConfigProvider, Context, Effect, Layer, Option, Redacted, Result, Schema, SchemaIssue } from "effect"
-import { readFileSync, statSync } from "node:fs"
+import { Config, Context, Effect, Layer, Option, Result, Schema, SchemaIssue } from "effect"
 import { parseAllowedOrigins } from "./net/corsOrigins.ts"
 import { parseProxyTrust } from "./net/proxyTrust.ts"
 
@@ -135,47 +134,6 @@ const workersShareTheirQuotas = (config: AppConfigValues): Config.Config<AppConf
     )
 }
 
-/** The variables that hold secrets: each may instead name a file that holds it, as `NAME_FILE`. */
-export const SECRET_VARIABLES = ["ADMIN_TOKEN", "DATABASE_URL", "DATABASE_DIRECT_URL", "REDIS_URL"] as const
-const SECRET_FILE_MAX_BYTES = 64 * 1024
-
-/**
- * Secrets from files, as official images take them (`POSTGRES_PASSWORD_FILE`): Kubernetes and Compose mount a
- * secret as a file, so it need not sit in the environment, where `podman inspect` and `/proc/<pid>/environ`
- * show it. `NAME_FILE` names a regular file of at most 64 KiB whose contents, less one trailing newline, are
- * `NAME`'s value, checked as `NAME` is. Setting both, or a file that cannot be read, stops the start-up with
- * one line naming `NAME_FILE`.
- */
-export const withSecretFiles = (provider: ConfigProvider.ConfigProvider): ConfigProvider.ConfigProvider =>
-  ConfigProvider.make((path) => {
-    const name = path.length === 1 ? SECRET_VARIABLES.find((secret) => secret === path[0]) : undefined
-    if (name === undefined) return provider.load(path)
-    return Effect.gen(function*() {
-      const [value, file] = [yield* provider.load([name]), yield* provider.load([`${name}_FILE`])]
-      if (file === undefined || file._tag !== "Value") return value
-      if (value !== undefined) {
-        return yield* new ConfigProvider.SourceError({ message: `${name}_FILE: ${name} is set too; set one of them` })
-      }
-      return ConfigProvider.makeValue(yield* readSecretFile(`${name}_FILE`, file.value))
-    })
-  })
-
-const readSecretFile = (variable: string, path: string) =>
-  Effect.try({
-    try: () => {
-      const stats = statSync(path)
-      if (!stats.isFile()) throw new Error("not a regular file")
-      if (stats.size > SECRET_FILE_MAX_BYTES) throw new Error(`larger than ${SECRET_FILE_MAX_BYTES} bytes`)
-      return readFileSync(path, "utf8").replace(/\r?\n$/, "")
-    },
-    catch: (error) =>
-      new ConfigProvider.SourceError({
-        message: `${variable}: cannot read ${path}: ${
-          (error as NodeJS.ErrnoException).code ?? (error as Error).message
-        }`
-      })
-  })
-
 /** A direct URL beside no pooler's URL means nothing: refused rather than ignored. */
 const directUrlNeedsDatabaseUrl = (config: AppConfigValues): Config.Config<AppConfigValues> =>
   Option.isSome(config.databaseDirectUrl) && Option.isNone(config.databaseUrl)
@@ -223,70 +181,4 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigValues>()("@p
       AppConfig,
       Effect.map(AppConfigShape, (values) => ({ ...values, ...overrides }))
     )
-}
-
-/**
- * The settings that do nothing as configured, left out of the logged configuration so that it shows only what
- * is in force: PGlite's folder beside PostgreSQL; PostgreSQL's connection settings beside PGlite; the admin
- * listener's address when there is no admin listener.
- */
-const notInForce = (config: AppConfigValues): ReadonlyArray<keyof AppConfigValues> => [
-  ...(Option.isSome(config.databaseUrl)
-    ? ["dataDir" as const]
-    : ["databaseDirectUrl" as const, "databasePoolSize" as const, "databasePreparedStatements" as const]),
-  ...(Option.isNone(config.adminToken) && !config.metricsPublic ? ["adminHost" as const, "adminPort" as const] : [])
-]
-
-/**
- * The configuration as it may be logged: secrets masked, every value one a
- * person reads at a glance (an unset option says what that means, not `None`),
- * and only the settings in force.
- */
-export const describeConfig = (config: AppConfigValues) => {
-  const described: Partial<Record<keyof AppConfigValues, string | number | boolean>> = describeEvery(config)
-  for (const name of notInForce(config)) delete described[name]
-  return described
-}
-
-const describeEvery = (config: AppConfigValues) =>
-  ({
-    ...config,
-    adminToken: Option.isSome(config.adminToken)
-      ? "<set>"
-      : config.metricsPublic
-      ? "<unset: the admin listener serves /metrics only>"
-      : "<unset: admin listener disabled>",
-    databaseUrl: Option.match(config.databaseUrl, {
-      onNone: () => "<unset: embedded PGlite>",
-      onSome: (url) => maskUrl(Redacted.value(url))
-    }),
-    databaseDirectUrl: Option.match(config.databaseDirectUrl, {
-      onNone: () => "<unset: no transaction pooler declared>",
-      onSome: (url) => maskUrl(Redacted.value(url))
-    }),
-    databasePreparedStatements: usesPreparedStatements(config) ? "named (prepared)" : "unnamed",
-    publicBaseUrl: Option.match(config.publicBaseUrl, { onNone: () => "<from request>", onSome: String }),
-    openApiServers: Option.getOrElse(config.openApiServers, () => "<PUBLIC_BASE_URL/v1, else the served origin>"),
-    quotaStore: Option.getOrElse(config.quotaStore, () => "<by DATABASE_URL>"),
-    redisUrl: Option.match(config.redisUrl, {
-      onNone: () => "<unset>",
-      onSome: (urls) => Redacted.value(urls).split(",").map((url) => maskUrl(url.trim())).join(",")
-    }),
-    banThreshold: Option.getOrElse(config.banThreshold, () => "<the key's per-minute limit>"),
-    corsAllowedOrigins: config.corsAllowedOrigins.trim() || "<unset: no CORS>",
-    otlpEndpoint: Option.match(config.otlpEndpoint, { onNone: () => "<unset: no traces>", onSome: String })
-  }) satisfies { readonly [K in keyof AppConfigValues]: string | number | boolean }
-
-/** The password masked; by pattern, since a multi-host URL (`h1:5432,h2:5432`) is no WHATWG URL. */
-const maskUrl = (url: string) => url.replace(/^([a-z]+:\/\/[^:@/]*:)[^@/]*@/i, "$1***@")
-
-const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
-
-/** One line per bad variable, naming it: what an operator needs to fix a deployment. */
-export const formatConfigError = (error: Config.ConfigError): string => {
-  const cause = error.cause
-  if (!Schema.isSchemaError(cause)) return cause.message
-  return formatIssues(cause.issue).issues
-    .map((issue) => `${(issue.path ?? []).map(String).join(".") || "configuration"}: ${issue.message}`)
-    .join("; ")
 }

@@ -5,9 +5,12 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, ConfigProvider, Effect, Exit, Layer, Runtime } from "effect"
 import cluster from "node:cluster"
 import { stopWithPrimary, superviseWorkers } from "./cluster.ts"
-import { AppConfig, AppConfigShape, formatConfigError, withSecretFiles } from "./config.ts"
+import { AppConfig, AppConfigShape } from "./config.ts"
+import { formatConfigError } from "./configDescription.ts"
+import { withSecretFiles } from "./configSecrets.ts"
 import { applyMigrations, openDrivers } from "./db/Database.ts"
-import { checkListeners, HeldAddresses, holdListeners, ServerLive } from "./server.ts"
+import { checkListeners, HeldAddresses, holdListeners } from "./listeners.ts"
+import { ServerLive } from "./server.ts"
 
 /** One line naming the cause, for the operator; no stack trace, which would only bury it. */
 const stop = (exitCode: number, line: string) =>

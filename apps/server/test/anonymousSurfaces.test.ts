@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { brotliDecompressSync, gunzipSync } from "node:zlib"
 import { request } from "node:http"
-import { negotiatedEncoding } from "../src/http/anonymousSurfaces.ts"
+import { negotiatedEncoding } from "../src/http/compression.ts"
 import { describeOnEachBackend } from "./support/databases.ts"
 import { expectError } from "./support/http.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { documentServers } from "../src/http/anonymousSurfaces.ts"
+import { documentServers } from "../src/http/openApiServers.ts"
 import { send } from "@petstore/test-support"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 import { Option } from "effect"

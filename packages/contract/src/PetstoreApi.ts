@@ -12,7 +12,9 @@ import {
   PreconditionFailed,
   ServiceUnavailable
 } from "./ApiError.ts"
-import { documentWebhooks, EventsGroup, WebhooksGroup } from "./EventsApi.ts"
+import { EventsGroup } from "./EventsApi.ts"
+import { WebhooksGroup } from "./WebhooksApi.ts"
+import { documentWebhooks } from "./webhooksDocument.ts"
 import { ApiKeyAuth, RequestValidation } from "./Middleware.ts"
 import { describeParameters, documentApi, linkResponse } from "./OpenApiDocument.ts"
 import { NewOrder, Order, OrderId, Orders, OrderStatus } from "./Order.ts"

@@ -6,25 +6,28 @@
  * - `sql.ts`: how statements are written (the `sql` tag, arrays as parameters);
  * - `DatabaseError.ts`: the one failure of a statement, and whether it is an outage;
  * - `Driver.ts`, `postgresDriver.ts`, `pgliteDriver.ts`: the two engines behind one interface;
+ * - `connections.ts`, `answerWatch.ts`: how connections to PostgreSQL are made and watched;
+ * - `postgresInternals.ts`: all the server relies on in postgres.js beyond its documented API;
  * - `migrate.ts` and `migrations/`: the schema, migrated at start-up;
  * - `startupFailures.ts`: why the database cannot be opened, in an operator's words;
  * - `batch.ts`: what the resolvers that answer a whole batch with one statement share;
  * - this file: the `Database` service, which opens, migrates, times and times out.
  *
  * A table's SQL lives in the module of that table (`pets/Pets.ts`,
- * `auth/ApiKeys.ts`, `quota/QuotaStore.ts`, `idempotency/IdempotencyKeys.ts`).
+ * `auth/ApiKeys.ts`, `quota/PostgresQuotaStore.ts`, `idempotency/IdempotencyKeys.ts`).
  *
  * Why this layer and not `effect/sql` (effect 4.1 ships `SqlClient`,
  * `Migrator`, `SqlResolver` and `SqlError`), weighed piece by piece:
  *
- * - `SqlClient` needs a driver package, and none runs on postgres.js or PGlite:
- *   `@effect/sql-pg` 4 is a PostgreSQL wire-protocol client of its own (neither
- *   postgres.js nor `pg`), and no PGlite client exists for Effect 4. postgres.js
- *   and PGlite are part of the product's design, so adopting `SqlClient` means
- *   writing one: a `Connection` with six ways to execute, transactions, and the
- *   PostgreSQL statement compiler, which effect itself does not ship (only
- *   SQLite's) — more code than this directory's two drivers, for a `sql` tag we
- *   already have. It has no LISTEN either, which key revocation uses.
+ * - `SqlClient` itself would do: effect-smol's `sql-pg` is built on `pg` and
+ *   has `listen`, and a PGlite `sql` package exists. What it would not carry
+ *   over is the connection-health layer under this one: every connection made
+ *   by `connections.ts` (libpq's `sslmode` and certificates, several hosts
+ *   tried in turn), watched for answers that never come (`answerWatch.ts`),
+ *   and a timed-out statement closing its own connection — proven by the
+ *   wedge, pooler, failover and TLS suites against postgres.js, the design's
+ *   choice of driver. Moving means rebuilding that layer on `pg`'s hooks and
+ *   proving it again; what it relies on in postgres.js is in `postgresInternals.ts`.
  * - `Migrator` records migrations in a table of its own (`effect_sql_migrations`,
  *   `migration_id`), applies only ids above the latest applied, and serialises
  *   processes with `LOCK TABLE`. Ours records `schema_migrations(version)` and
@@ -33,10 +36,10 @@
  *   migrations table, and change nothing a user sees.
  * - `SqlError`'s `isRetryable` is not our `unavailable`. It calls deadlocks,
  *   serialization failures and lock timeouts (40P01, 40001, 55P03) retryable,
- *   which we answer 500, as bugs; and `@effect/sql-pg` files too many
- *   connections and a shutting-down or starting-up server (53300, 57P01, 57P03)
- *   as `UnknownError`, not retryable: exactly the outages we answer 503 with
- *   `Retry-After`. Adopting its reasons would change which requests get a 503.
+ *   which we answer 500, as bugs; which SQLSTATEs are an outage (too many
+ *   connections, a shutting-down or starting-up server: 53300, 57P01, 57P03,
+ *   answered 503 with `Retry-After`) is each driver package's mapping, not ours.
+ *   Adopting its reasons would change which requests get a 503.
  * - `SqlResolver` (`ordered`, `grouped`, `findById`) decodes every row with a
  *   Schema and adds `SchemaError`, `ResultLengthMismatch` or
  *   `NoSuchElementError` to every request's failures. Our resolvers send one
@@ -44,8 +47,8 @@
  *   among equal queries and complete each request by ordinal; they use
  *   `RequestResolver` directly, which is what `SqlResolver` is built on.
  *
- * So nothing of it is adopted; worth weighing again when a postgres.js or
- * PGlite `SqlClient` exists for Effect 4.
+ * So nothing of it is adopted; worth weighing again if the connection-health
+ * layer is rebuilt on a driver `SqlClient` runs on.
  */
 import { Clock, Context, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import { existsSync } from "node:fs"

@@ -1,4 +1,5 @@
 import type { Duplex } from "node:stream"
+import { afterPendingWrites, tapWrites } from "./postgresInternals.ts"
 
 /**
  * Closes a connection to PostgreSQL that stopped answering, so that postgres.js
@@ -24,7 +25,8 @@ import type { Duplex } from "node:stream"
  *   whose answers were mixed up, owing nothing on the wire while a statement
  *   waits on it forever, which a pooler that desynchronises showed.
  *
- * It sees the protocol in the clear: TLS, when used, is below it.
+ * It sees the protocol in the clear: TLS, when used, is below it. What it
+ * relies on in postgres.js (how it writes to the socket) is in `postgresInternals.ts`.
  */
 
 export type CloseReason = "silent" | "out_of_protocol" | "timed_out"
@@ -145,8 +147,8 @@ export const watchAnswers = <S extends Duplex>(
     if (closing || socket.destroyed) return
     closing = true
     onClose(reason)
-    // Once postgres.js's deferred writes have run (see `afterPendingWrites`).
-    setImmediate(() => setImmediate(() => socket.destroy()))
+    // Once postgres.js's deferred writes have run.
+    afterPendingWrites(() => socket.destroy())
   }
   const check = () => {
     timer = undefined
@@ -187,11 +189,7 @@ export const watchAnswers = <S extends Duplex>(
       socket.once("close", forget)
     }
   )
-  const write = socket.write.bind(socket) as (...args: Array<unknown>) => boolean
-  socket.write = ((chunk: unknown, ...rest: Array<unknown>) => {
-    if (chunk instanceof Uint8Array) sent.push(chunk)
-    return write(chunk, ...rest)
-  }) as S["write"]
+  tapWrites(socket, (chunk) => sent.push(chunk))
   socket.on("data", (chunk: Buffer) => {
     heardAt = performance.now()
     received.push(chunk)

@@ -4,6 +4,7 @@ import { Duplex } from "node:stream"
 import tls from "node:tls"
 import { type CloseReason, type Sessions, watchAnswers } from "./answerWatch.ts"
 import type { ConnectionSettings } from "./connectionSettings.ts"
+import { afterPendingWrites, type PostgresSocketOptions } from "./postgresInternals.ts"
 
 /**
  * How the server's connections to PostgreSQL are made: the socket factory
@@ -49,12 +50,6 @@ export interface SocketOptions {
   readonly sessions?: Sessions
 }
 
-interface PostgresSocketOptions {
-  readonly host: ReadonlyArray<string>
-  readonly port: ReadonlyArray<number>
-  readonly path?: string | false
-}
-
 /**
  * A stand-in socket that fails (error, then close) once postgres.js has
  * listened to it and written its start-up message: its usual path for a failed
@@ -70,9 +65,6 @@ const failedSocket = (error: unknown) => {
   })
   return socket
 }
-
-/** After the immediates already due (postgres.js's deferred writes) have run. */
-export const afterPendingWrites = (run: () => void) => setImmediate(() => setImmediate(run))
 
 /** Connecting (TCP, TLS request, handshake) within `millis`, else the socket is closed and counted as silent. */
 const withTimeout = async <A>(options: SocketOptions, socket: net.Socket, work: Promise<A>): Promise<A> => {
@@ -126,7 +118,7 @@ const open = async (options: SocketOptions, host: string, port: number, path: st
 }
 
 /**
- * The `socket` option of postgres.js. With several hosts (`h1:5432,h2:5432`)
+ * The `socket` option of postgres.js (`postgresInternals.ts`). With several hosts (`h1:5432,h2:5432`)
  * each connection tries them in turn from the next one on, as libpq does; a
  * host that is not what `target_session_attrs` asks for is left by
  * postgres.js, and its next connection starts at the next host.

@@ -3,6 +3,7 @@ import { type CloseReason, Sessions } from "./answerWatch.ts"
 import type { ConnectionSettings } from "./connectionSettings.ts"
 import { socketFactory } from "./connections.ts"
 import { type Driver, INT8_OID, parseInt8, type RunQuery } from "./Driver.ts"
+import { socketOption, statementSession } from "./postgresInternals.ts"
 
 /**
  * The longest wait before the pool tries to connect again. postgres.js counts
@@ -40,16 +41,13 @@ export const postgresDriver = (settings: ConnectionSettings, options: PostgresDr
     onnotice: () => {},
     // TLS is made by the socket factory, per `sslmode`.
     ssl: false,
-    // postgres.js supports the option (src/connection.js), its types do not declare it.
-    ...({
-      socket: socketFactory({
-        settings,
-        silenceMillis: options.silenceMillis,
-        connectTimeoutMillis: 5_000,
-        onClose: options.onConnectionClosed,
-        sessions
-      })
-    } as {}),
+    ...socketOption(socketFactory({
+      settings,
+      silenceMillis: options.silenceMillis,
+      connectTimeoutMillis: 5_000,
+      onClose: options.onConnectionClosed,
+      sessions
+    })),
     ...(settings.targetSessionAttrs === undefined
       ? {}
       : { target_session_attrs: settings.targetSessionAttrs as "primary" }),
@@ -68,8 +66,8 @@ export const postgresDriver = (settings: ConnectionSettings, options: PostgresDr
       // postgres.js marks a statement it sent with its connection's session (`BackendKeyData`); null until then.
       // One not sent yet is left to run, its answer unread: postgres.js's own cancel of a statement that waits
       // for a connection to open leaves that connection out of the pool for good.
-      const session = (statement as { state?: { pid: number | null; secret: number | null } | null }).state
-      if (session?.pid != null && session.secret !== null) sessions.close(session.pid, session.secret, "timed_out")
+      const session = statementSession(statement)
+      if (session !== undefined) sessions.close(session.pid, session.secret, "timed_out")
     },
     listen: async (channel, onNotify) => {
       const { unlisten } = await client.listen(channel, onNotify)
