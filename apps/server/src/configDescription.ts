@@ -1,18 +1,21 @@
 import { type Config, Option, Redacted, Schema, SchemaIssue } from "effect"
-import { type AppConfigValues, usesPreparedStatements } from "./config.ts"
+import { type AppConfigValues, quotaStoreKind, usesPreparedStatements } from "./config.ts"
 
 /** The configuration in an operator's words: as it is logged at start-up, and what is wrong with it. */
 
 /**
  * The settings that do nothing as configured, left out of the logged configuration so that it shows only what
  * is in force: PGlite's folder beside PostgreSQL; PostgreSQL's connection settings beside PGlite; the admin
- * listener's address when there is no admin listener.
+ * listener's address when there is no admin listener; Redis's settings beside another quota store.
  */
 const notInForce = (config: AppConfigValues): ReadonlyArray<keyof AppConfigValues> => [
   ...(Option.isSome(config.databaseUrl)
     ? ["dataDir" as const]
     : ["databaseDirectUrl" as const, "databasePoolSize" as const, "databasePreparedStatements" as const]),
-  ...(Option.isNone(config.adminToken) && !config.metricsPublic ? ["adminHost" as const, "adminPort" as const] : [])
+  ...(Option.isNone(config.adminToken) && !config.metricsPublic ? ["adminHost" as const, "adminPort" as const] : []),
+  ...(quotaStoreKind(config) === "redis"
+    ? []
+    : ["redisType" as const, "redisUrl" as const, "quotaStoreFailure" as const, "quotaStoreTimeoutMillis" as const])
 ]
 
 /**

@@ -152,10 +152,21 @@ describe("the configuration log line", () => {
 
   it.each([
     [
-      "PGlite: its folder, none of PostgreSQL's connection settings, and no admin address without an admin listener",
+      "PGlite: its folder, none of PostgreSQL's connection settings, no admin address without an admin listener, " +
+      "and no Redis settings beside the memory store",
       { DATA_DIR: ":memory:" },
-      { dataDir: ":memory:", databaseUrl: "<unset: embedded PGlite>" },
-      ["databaseDirectUrl", "databasePoolSize", "databasePreparedStatements", "adminHost", "adminPort"]
+      { dataDir: ":memory:", databaseUrl: "<unset: embedded PGlite>", quotaStore: "memory" },
+      [
+        "databaseDirectUrl",
+        "databasePoolSize",
+        "databasePreparedStatements",
+        "adminHost",
+        "adminPort",
+        "redisType",
+        "redisUrl",
+        "quotaStoreFailure",
+        "quotaStoreTimeoutMillis"
+      ]
     ],
     [
       "PostgreSQL: its settings, and no PGlite folder",
