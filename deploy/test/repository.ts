@@ -13,13 +13,18 @@ export const onPath = (command: string): string | undefined =>
     existsSync
   )
 
-/** Every variable the server reads: the names config.ts hands to `Config`, and `NAME_FILE` for each secret. */
+/**
+ * Every variable the server reads: the names config.ts hands to `Config`, and `NAME_FILE` for each secret
+ * (`SECRET_VARIABLES`, in configSecrets.ts).
+ */
 export const serverVariables = (): ReadonlySet<string> => {
   const source = read("apps/server/src/config.ts")
   const names = [...source.matchAll(/\(\s*"([A-Z][A-Z0-9_]+)"\s*\)|,\s*"([A-Z][A-Z0-9_]+)"\s*\)/g)].map((match) =>
     match[1] ?? match[2]!
   )
-  const secrets = /SECRET_VARIABLES = \[([^\]]*)\]/.exec(source)![1]!.match(/[A-Z_]+/g)!
+  const secrets = /SECRET_VARIABLES = \[([^\]]*)\]/.exec(read("apps/server/src/configSecrets.ts"))![1]!.match(
+    /[A-Z_]+/g
+  )!
   return new Set([...names, ...secrets.map((name) => `${name}_FILE`)])
 }
 

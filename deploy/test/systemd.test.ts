@@ -48,9 +48,15 @@ describe.skipIf(analyze === undefined && missingTool("systemd-analyze is not on 
     })
 
     it("sets only variables the server reads, and takes its secrets as credentials", () => {
-      const known = new Set([...serverVariables(), "NODE_ENV"])
+      // Node's own: the environment it runs in, and the heap sizing the README's "Memory" ships.
+      const known = new Set([...serverVariables(), "NODE_ENV", "NODE_OPTIONS"])
       const variables = Object.fromEntries(
-        settings("Environment").map((line) => line.split("=", 2) as [string, string])
+        settings("Environment").map((line) => {
+          // systemd takes `"NAME=value with spaces"` quoted whole.
+          const unquoted = line.replace(/^"(.*)"$/, "$1")
+          const at = unquoted.indexOf("=")
+          return [unquoted.slice(0, at), unquoted.slice(at + 1)] as [string, string]
+        })
       )
       for (const name of Object.keys(variables)) expect(known, name).toContain(name)
       expect(variables.ADMIN_TOKEN_FILE).toBe("%d/admin-token")
