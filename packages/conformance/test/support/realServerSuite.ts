@@ -9,11 +9,14 @@ import { type Deployment, type RealServer, startRealServer } from "./realServer.
  * staff key for the store checks: every check passes, only the daily ones
  * (which need --daily) are skipped.
  */
+/** A browser origin the server allows (CORS_ALLOWED_ORIGINS), so that the suite's cors.* checks run too. */
+const CORS_ORIGIN = "https://conformance.example"
+
 export const conformsOn = (backend: "pglite" | "postgres", deployment?: Deployment) => {
   let server: RealServer | undefined
   beforeAll(async () => {
-    server = await startRealServer(backend, deployment)
-  }, 180_000)
+    server = await startRealServer(backend, deployment, { CORS_ALLOWED_ORIGINS: CORS_ORIGIN })
+  }, 400_000)
   afterAll(() => server?.stop())
 
   it("passes every check of the suite with keys of every plan", async () => {
@@ -31,6 +34,7 @@ export const conformsOn = (backend: "pglite" | "postgres", deployment?: Deployme
       baseUrl: server!.baseUrl,
       keys,
       staffKey,
+      corsOrigin: CORS_ORIGIN,
       onProgress: (line) => progress.push(line)
     })
     // The one-winner race, as the suite reported it.
