@@ -74,10 +74,12 @@ const anchorsOf = (markdown: string): ReadonlySet<string> => {
 // Sections move between files (the operator material went to docs/): a relative link or an anchor left
 // behind would point at nothing, and a reader would find it out first.
 describe.each([...readmes, "SECURITY.md", "CHANGELOG.md"])("%s's links", (readme) => {
-  it("point at files of the repository that exist, and at headings those files hold", () => {
+  it("point only at files of the repository that exist, and at headings those files hold", () => {
     const markdown = readFileSync(join(root, readme), "utf8")
     const links = [...markdown.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]!)
-      .filter((target) => !/^[a-z]+:/.test(target))
+    // The repository stands alone: addresses in the text are examples, never links a reader must follow.
+    expect(links.filter((target) => /^[a-z][a-z0-9+.-]*:/i.test(target)), `${readme} links outside itself`)
+      .toEqual([])
     for (const link of links) {
       const [path, anchor] = link.split("#") as [string, string | undefined]
       const target = path === "" ? join(root, readme) : join(root, dirname(readme), path)
