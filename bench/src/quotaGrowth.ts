@@ -17,9 +17,10 @@
  */
 import { createTestDatabase } from "@petstore/test-support"
 import { AppConfig } from "@petstore/server/config"
+import { parsePostgresUrl } from "@petstore/server/net/postgresUrl"
 import { Database } from "@petstore/server/db/Database"
 import { DAY_MILLIS, QuotaStore } from "@petstore/server/quota/QuotaStore"
-import { Clock, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Effect, Layer, Option, Redacted, Result } from "effect"
 import { execFileSync } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, totalmem } from "node:os"
@@ -151,7 +152,9 @@ const postgresSeries = async (kind: Kind): Promise<ReadonlyArray<Point>> => {
   )
   const sql = postgres(database.url, { max: 1, onnotice: () => {} })
   try {
-    const config = AppConfig.layerWith({ databaseUrl: Option.some(Redacted.make(database.url)) })
+    const config = AppConfig.layerWith({
+      databaseUrl: Option.some(Redacted.make(Result.getOrThrow(parsePostgresUrl(database.url))))
+    })
     const store = QuotaStore.postgres.pipe(Layer.provide(Database.layer), Layer.provide(config))
     const points = await Effect.runPromise(
       Effect.scoped(

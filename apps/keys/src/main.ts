@@ -20,6 +20,7 @@ import {
   ApiKeyId,
   ApiKeyName,
   type ApiKeyView,
+  type CreatedKey,
   AuditAction,
   type AuditEntry,
   KeyRole,
@@ -124,6 +125,14 @@ const formatLimits = ({ perMinute, perDay }: QuotaLimits) => `${perMinute}/min $
 
 const printJson = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 
+/** The shape of most commands: one admin call, its answer shown as JSON with --json, else in the words of `say`. */
+const showAnswer = <A, E>(request: (client: AdminClient) => Effect.Effect<A, E>, say: (answer: A) => string) =>
+  Effect.gen(function*() {
+    const { json } = yield* keys
+    const answer = yield* (yield* Admin).call(request)
+    yield* json ? printJson(answer) : Console.log(say(answer))
+  })
+
 // Under exactOptionalPropertyTypes an absent field must be left out, not set to undefined.
 const fieldIfSome = <const K extends string, A>(key: K, value: Option.Option<A>) =>
   Option.match(value, { onNone: () => ({}), onSome: (value) => ({ [key]: value }) }) as { readonly [P in K]?: A }
@@ -184,6 +193,20 @@ const DurationText = Schema.String.check(
 const seconds = (text: string) => Number(text.slice(0, -1)) * { s: 1, m: 60, h: 3_600, d: 86_400 }[text.at(-1)!]!
 const fromNow = (seconds: number) => new Date(Date.now() + seconds * 1_000).toISOString()
 
+/** A new key as the operator reads it: its secret is shown this once. */
+const createdLines = (created: CreatedKey) =>
+  [
+    `Created ${created.id}`,
+    `  plan:   ${created.plan}`,
+    `  limits: ${formatLimits(created.limits)}`,
+    `  role:   ${created.role ?? "customer"}`,
+    ...(created.name === "" ? [] : [`  name:   ${created.name}`]),
+    ...(created.expiresAt === undefined ? [] : [`  expires: ${created.expiresAt}`]),
+    `  key:    ${created.key}`,
+    "",
+    "The key is shown only this once and cannot be retrieved later: store it now."
+  ].join("\n")
+
 const create = Command.make(
   "create",
   {
@@ -201,10 +224,8 @@ const create = Command.make(
     ),
     ...limitFlags
   },
-  Effect.fn(function*(input) {
-    const { json } = yield* keys
-    const admin = yield* Admin
-    const created = yield* admin.call((client) =>
+  (input) =>
+    showAnswer((client) =>
       client.keys.createKey({
         payload: {
           plan: input.plan,
@@ -213,21 +234,7 @@ const create = Command.make(
           ...fieldIfSome("role", input.role),
           ...fieldIfSome("expiresAt", Option.map(input.expiresIn, (text) => fromNow(seconds(text))))
         }
-      })
-    )
-    if (json) return yield* printJson(created)
-    yield* Console.log([
-      `Created ${created.id}`,
-      `  plan:   ${created.plan}`,
-      `  limits: ${formatLimits(created.limits)}`,
-      `  role:   ${created.role ?? "customer"}`,
-      ...(created.name === "" ? [] : [`  name:   ${created.name}`]),
-      ...(created.expiresAt === undefined ? [] : [`  expires: ${created.expiresAt}`]),
-      `  key:    ${created.key}`,
-      "",
-      "The key is shown only this once and cannot be retrieved later: store it now."
-    ].join("\n"))
-  })
+      }), createdLines)
 ).pipe(
   Command.validate((input) =>
     input.plan === "enterprise" && Option.isNone(input.perMinute) && Option.isNone(input.perDay)
@@ -308,18 +315,15 @@ const revoke = Command.make(
 const setPlan = Command.make(
   "set-plan",
   { id, plan, ...limitFlags },
-  Effect.fn(function*(input) {
-    const { json } = yield* keys
-    const admin = yield* Admin
-    const updated = yield* admin.call((client) =>
-      client.keys.updateKey({
-        params: { id: input.id },
-        payload: { plan: input.plan, ...fieldIfSome("limits", limitsOf(input)) }
-      })
+  (input) =>
+    showAnswer(
+      (client) =>
+        client.keys.updateKey({
+          params: { id: input.id },
+          payload: { plan: input.plan, ...fieldIfSome("limits", limitsOf(input)) }
+        }),
+      (updated) => `Updated ${updated.id}: plan ${updated.plan}, limits ${formatLimits(updated.limits)}`
     )
-    if (json) return yield* printJson(updated)
-    yield* Console.log(`Updated ${updated.id}: plan ${updated.plan}, limits ${formatLimits(updated.limits)}`)
-  })
 ).pipe(
   // Whether --plan enterprise needs limits depends on the key's plan now (an enterprise key keeps its own): the
   // server judges that, and its refusal names the flags (`inCliTerms`).
@@ -331,15 +335,11 @@ const setPlan = Command.make(
 const setRole = Command.make(
   "set-role",
   { id, role },
-  Effect.fn(function*(input) {
-    const { json } = yield* keys
-    const admin = yield* Admin
-    const updated = yield* admin.call((client) =>
-      client.keys.updateKey({ params: { id: input.id }, payload: { role: input.role } })
+  (input) =>
+    showAnswer(
+      (client) => client.keys.updateKey({ params: { id: input.id }, payload: { role: input.role } }),
+      (updated) => `Updated ${updated.id}: role ${updated.role ?? "customer"}`
     )
-    if (json) return yield* printJson(updated)
-    yield* Console.log(`Updated ${updated.id}: role ${updated.role ?? "customer"}`)
-  })
 ).pipe(
   Command.provide(Admin.layer),
   Command.withDescription("Make a key a customer or staff; every server process sees it at once")
@@ -356,18 +356,14 @@ const setExpiry = Command.make(
     ),
     never: Flag.Boolean("never").pipe(Flag.withDescription("The key never expires"), Flag.withDefault(false))
   },
-  Effect.fn(function*(input) {
-    const { json } = yield* keys
-    const admin = yield* Admin
+  (input) => {
     const expiresAt = Option.match(input.expiresIn, { onNone: () => null, onSome: (text) => fromNow(seconds(text)) })
-    const updated = yield* admin.call((client) =>
-      client.keys.updateKey({ params: { id: input.id }, payload: { expiresAt } })
+    return showAnswer(
+      (client) => client.keys.updateKey({ params: { id: input.id }, payload: { expiresAt } }),
+      (updated) =>
+        `Updated ${updated.id}: ${updated.expiresAt === undefined ? "never expires" : `expires ${updated.expiresAt}`}`
     )
-    if (json) return yield* printJson(updated)
-    yield* Console.log(
-      `Updated ${updated.id}: ${updated.expiresAt === undefined ? "never expires" : `expires ${updated.expiresAt}`}`
-    )
-  })
+  }
 ).pipe(
   Command.validate((input) =>
     Option.isSome(input.expiresIn) === input.never
@@ -377,6 +373,18 @@ const setExpiry = Command.make(
   Command.provide(Admin.layer),
   Command.withDescription("Set when a key expires, or make it never expire; brings an expired key back")
 )
+
+/** A rolled key as the operator reads it: the new secret, shown this once, and how long the old one works. */
+const rolledLines = (rolled: CreatedKey) =>
+  [
+    `Rolled ${rolled.id}`,
+    `  key:    ${rolled.key}`,
+    rolled.previousKeyExpiresAt === undefined
+      ? "  The previous secret no longer works."
+      : `  The previous secret works until ${rolled.previousKeyExpiresAt}.`,
+    "",
+    "The new key is shown only this once and cannot be retrieved later: store it now."
+  ].join("\n")
 
 const roll = Command.make(
   "roll",
@@ -388,26 +396,12 @@ const roll = Command.make(
       Flag.optional
     )
   },
-  Effect.fn(function*(input) {
-    const { json } = yield* keys
-    const admin = yield* Admin
-    const rolled = yield* admin.call((client) =>
+  (input) =>
+    showAnswer((client) =>
       client.keys.rollKey({
         params: { id: input.id },
         payload: fieldIfSome("overlapSeconds", Option.map(input.overlap, seconds))
-      })
-    )
-    if (json) return yield* printJson(rolled)
-    yield* Console.log([
-      `Rolled ${rolled.id}`,
-      `  key:    ${rolled.key}`,
-      rolled.previousKeyExpiresAt === undefined
-        ? "  The previous secret no longer works."
-        : `  The previous secret works until ${rolled.previousKeyExpiresAt}.`,
-      "",
-      "The new key is shown only this once and cannot be retrieved later: store it now."
-    ].join("\n"))
-  })
+      }), rolledLines)
 ).pipe(
   Command.provide(Admin.layer),
   Command.withDescription("Give a key a new secret (shown once); the old one keeps working for the overlap"),
@@ -477,12 +471,7 @@ const usageLines = (id: string, usage: KeyUsage) => {
 const usage = Command.make(
   "usage",
   { id },
-  Effect.fn(function*({ id }) {
-    const { json } = yield* keys
-    const admin = yield* Admin
-    const usage = yield* admin.call((client) => client.keys.keyUsage({ params: { id } }))
-    yield* json ? printJson(usage) : Console.log(usageLines(id, usage))
-  })
+  ({ id }) => showAnswer((client) => client.keys.keyUsage({ params: { id } }), (usage) => usageLines(id, usage))
 ).pipe(
   Command.provide(Admin.layer),
   Command.withDescription("Show a key's use of its minute and day windows, and any ban")

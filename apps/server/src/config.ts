@@ -1,6 +1,57 @@
-import { Config, Context, Effect, Layer, Option, Result, Schema, SchemaIssue } from "effect"
-import { parseAllowedOrigins } from "./net/corsOrigins.ts"
-import { parseProxyTrust } from "./net/proxyTrust.ts"
+import {
+  Config,
+  Context,
+  Effect,
+  Layer,
+  Option,
+  Redacted,
+  Result,
+  Schema,
+  SchemaIssue,
+  SchemaTransformation
+} from "effect"
+import { type AllowedOrigins, parseAllowedOrigins, settingOfOrigins } from "./net/corsOrigins.ts"
+import { parsePostgresUrl, type PostgresUrl } from "./net/postgresUrl.ts"
+import { parseProxyTrust, type ProxyTrust, settingOfProxyTrust } from "./net/proxyTrust.ts"
+
+/**
+ * A setting decoded once, here, into the value the code uses: `parse` refuses a value with the words the operator
+ * reads after the variable's name; `print` says the value again (the schema's encoding).
+ */
+const decodedBy = <From, Encoded, A>(
+  from: Schema.Codec<From, Encoded>,
+  parse: (value: From) => Result.Result<A, string>,
+  print: (value: A) => From
+) =>
+  from.pipe(Schema.decodeTo(
+    Schema.Any as Schema.Codec<A>,
+    SchemaTransformation.transformEffect({
+      decode: (value: From) =>
+        Result.match(parse(value), {
+          onFailure: (message) => Effect.fail(new SchemaIssue.InvalidValue({ message })),
+          onSuccess: Effect.succeed
+        }),
+      encode: (value: A) => Effect.succeed(print(value))
+    })
+  ))
+
+/** A server of the OpenAPI document (`OPENAPI_SERVERS`): its URL, ending in /v1, and what it is called. */
+export interface OpenApiServer {
+  readonly url: string
+  readonly description?: string
+}
+
+export const parseOpenApiServers = (setting: string): Result.Result<ReadonlyArray<OpenApiServer>, string> =>
+  Result.succeed(
+    setting.split(",").map((entry) => {
+      const [url, ...description] = entry.trim().split(/\s+/)
+      return description.length === 0 ? { url: url! } : { url: url!, description: description.join(" ") }
+    })
+  )
+
+/** `OPENAPI_SERVERS` as it is written, for the logged configuration. */
+export const settingOfOpenApiServers = (servers: ReadonlyArray<OpenApiServer>) =>
+  servers.map(({ description, url }) => description === undefined ? url : `${url} ${description}`).join(", ")
 
 const Host = Config.String
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
@@ -13,10 +64,17 @@ const PoolSize = Schema.Int.check(
 const StatementTimeout = Schema.Int.check(
   Schema.isBetween({ minimum: 1, maximum: 300 }, { expected: "a whole number of seconds from 1 to 300" })
 )
-const PostgresUrl = (name: string) =>
+/** A `postgres://` URL with libpq's parameters read (`net/postgresUrl.ts`); redacted, as it may hold a password. */
+const PostgresUrlSetting = (name: string): Config.Config<Option.Option<Redacted.Redacted<PostgresUrl>>> =>
   Config.option(
     Config.schema(
-      Schema.Redacted(Schema.String.check(Schema.isPattern(/^postgres(ql)?:\/\//, { expected: "a postgres:// URL" }))),
+      decodedBy(
+        Schema.Redacted(
+          Schema.String.check(Schema.isPattern(/^postgres(ql)?:\/\//, { expected: "a postgres:// URL" }))
+        ),
+        (url) => Result.map(parsePostgresUrl(Redacted.value(url)), Redacted.make),
+        (url) => Redacted.make(Redacted.value(url).text)
+      ),
       name
     )
   )
@@ -33,14 +91,9 @@ const EnvironmentShape = Config.all({
       "ADMIN_TOKEN"
     )
   ),
-  databaseUrl: Config.option(
-    Config.schema(
-      Schema.Redacted(Schema.String.check(Schema.isPattern(/^postgres(ql)?:\/\//, { expected: "a postgres:// URL" }))),
-      "DATABASE_URL"
-    )
-  ),
+  databaseUrl: PostgresUrlSetting("DATABASE_URL"),
   /** A direct (session) connection beside a transaction pooler's DATABASE_URL: LISTEN and migrations go through it. */
-  databaseDirectUrl: PostgresUrl("DATABASE_DIRECT_URL"),
+  databaseDirectUrl: PostgresUrlSetting("DATABASE_DIRECT_URL"),
   databasePoolSize: Config.schema(PoolSize, "DATABASE_POOL_SIZE").pipe(Config.withDefault(10)),
   databaseStatementTimeoutSeconds: Config.schema(StatementTimeout, "DATABASE_STATEMENT_TIMEOUT").pipe(
     Config.withDefault(5)
@@ -52,10 +105,14 @@ const EnvironmentShape = Config.all({
   publicBaseUrl: Config.option(Config.URL("PUBLIC_BASE_URL")),
   /** Servers of the OpenAPI document: comma-separated `http(s)://…/v1` URLs, each optionally followed by a description. */
   openApiServers: Config.option(Config.schema(
-    Schema.String.check(Schema.isPattern(
-      /^\s*https?:\/\/[^\s,/?#]+(?:\/[^\s,?#]*)?\/v1(?:\s+[^\s,][^,]*)?(?:,\s*https?:\/\/[^\s,/?#]+(?:\/[^\s,?#]*)?\/v1(?:\s+[^\s,][^,]*)?)*\s*$/,
-      { expected: "comma-separated http(s) URLs ending in /v1, each optionally followed by a description" }
-    )),
+    decodedBy(
+      Schema.String.check(Schema.isPattern(
+        /^\s*https?:\/\/[^\s,/?#]+(?:\/[^\s,?#]*)?\/v1(?:\s+[^\s,][^,]*)?(?:,\s*https?:\/\/[^\s,/?#]+(?:\/[^\s,?#]*)?\/v1(?:\s+[^\s,][^,]*)?)*\s*$/,
+        { expected: "comma-separated http(s) URLs ending in /v1, each optionally followed by a description" }
+      )),
+      parseOpenApiServers,
+      settingOfOpenApiServers
+    ),
     "OPENAPI_SERVERS"
   )),
   logLevel: Config.LogLevel("LOG_LEVEL").pipe(Config.withDefault("Info" as const)),
@@ -79,24 +136,15 @@ const EnvironmentShape = Config.all({
   anonymousPerMinute: Config.schema(PositiveInt, "ANONYMOUS_RATE_LIMIT").pipe(Config.withDefault(60)),
   banThreshold: Config.option(Config.schema(PositiveInt, "BAN_THRESHOLD")),
   banSeconds: Config.schema(PositiveInt, "BAN_SECONDS").pipe(Config.withDefault(900)),
-  /** Read by `net/proxyTrust.ts`: `false`, a number of proxy hops, or proxy addresses/CIDR networks. */
-  trustProxy: Config.schema(
-    Schema.String.check(
-      Schema.makeFilter((value) =>
-        Result.match(parseProxyTrust(value), { onFailure: (why) => why, onSuccess: () => true })
-      )
-    ),
-    "TRUST_PROXY"
-  ).pipe(Config.withDefault("false")),
-  /** Read by `http/cors.ts`: comma-separated origins, or `*`; empty, CORS is off. */
+  /** `false`, a number of proxy hops, or proxy addresses/CIDR networks (`net/proxyTrust.ts`). */
+  trustProxy: Config.schema(decodedBy(Schema.String, parseProxyTrust, settingOfProxyTrust), "TRUST_PROXY").pipe(
+    Config.withDefault<ProxyTrust>({ kind: "none" })
+  ),
+  /** Comma-separated origins, or `*`; empty, CORS is off (`net/corsOrigins.ts`). */
   corsAllowedOrigins: Config.schema(
-    Schema.String.check(
-      Schema.makeFilter((value) =>
-        Result.match(parseAllowedOrigins(value), { onFailure: (why) => why, onSuccess: () => true })
-      )
-    ),
+    decodedBy(Schema.String, parseAllowedOrigins, settingOfOrigins),
     "CORS_ALLOWED_ORIGINS"
-  ).pipe(Config.withDefault("")),
+  ).pipe(Config.withDefault<AllowedOrigins>({ _tag: "None" })),
   metricsPublic: Config.Boolean("METRICS_PUBLIC").pipe(Config.withDefault(false)),
   otlpEndpoint: Config.option(Config.URL("OTEL_EXPORTER_OTLP_ENDPOINT")),
   workers: Config.schema(PositiveInt, "WORKERS").pipe(Config.withDefault(1)),

@@ -1,5 +1,7 @@
 import { type Config, Option, Redacted, Schema, SchemaIssue } from "effect"
-import { type AppConfigValues, quotaStoreKind, usesPreparedStatements } from "./config.ts"
+import { type AppConfigValues, quotaStoreKind, settingOfOpenApiServers, usesPreparedStatements } from "./config.ts"
+import { settingOfOrigins } from "./net/corsOrigins.ts"
+import { settingOfProxyTrust } from "./net/proxyTrust.ts"
 
 /** The configuration in an operator's words: as it is logged at start-up, and what is wrong with it. */
 
@@ -39,22 +41,26 @@ const describeEvery = (config: AppConfigValues) =>
       : "<unset: admin listener disabled>",
     databaseUrl: Option.match(config.databaseUrl, {
       onNone: () => "<unset: embedded PGlite>",
-      onSome: (url) => maskUrl(Redacted.value(url))
+      onSome: (url) => maskUrl(Redacted.value(url).text)
     }),
     databaseDirectUrl: Option.match(config.databaseDirectUrl, {
       onNone: () => "<unset: no transaction pooler declared>",
-      onSome: (url) => maskUrl(Redacted.value(url))
+      onSome: (url) => maskUrl(Redacted.value(url).text)
     }),
     databasePreparedStatements: usesPreparedStatements(config) ? "named (prepared)" : "unnamed",
     publicBaseUrl: Option.match(config.publicBaseUrl, { onNone: () => "<from request>", onSome: String }),
-    openApiServers: Option.getOrElse(config.openApiServers, () => "<PUBLIC_BASE_URL/v1, else the served origin>"),
+    openApiServers: Option.match(config.openApiServers, {
+      onNone: () => "<PUBLIC_BASE_URL/v1, else the served origin>",
+      onSome: settingOfOpenApiServers
+    }),
     quotaStore: Option.getOrElse(config.quotaStore, () => "<by DATABASE_URL>"),
     redisUrl: Option.match(config.redisUrl, {
       onNone: () => "<unset>",
       onSome: (urls) => Redacted.value(urls).split(",").map((url) => maskUrl(url.trim())).join(",")
     }),
     banThreshold: Option.getOrElse(config.banThreshold, () => "<the key's per-minute limit>"),
-    corsAllowedOrigins: config.corsAllowedOrigins.trim() || "<unset: no CORS>",
+    trustProxy: settingOfProxyTrust(config.trustProxy),
+    corsAllowedOrigins: settingOfOrigins(config.corsAllowedOrigins) || "<unset: no CORS>",
     otlpEndpoint: Option.match(config.otlpEndpoint, { onNone: () => "<unset: no traces>", onSome: String })
   }) satisfies { readonly [K in keyof AppConfigValues]: string | number | boolean }
 

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, it } from "vitest"
 import { type Answer, bearer, send } from "@petstore/test-support"
 import { describeOnEachBackend } from "./support/databases.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
+import { settings } from "./support/settings.ts"
 
 const ANONYMOUS_LIMIT = 5
 let addresses = 0
@@ -29,7 +30,7 @@ describeOnEachBackend("the client address behind a trusted proxy (TRUST_PROXY=1)
   const pets = (headers: Record<string, string>) => send(`${server.baseUrl}/pets`, { headers })
 
   beforeAll(async () => {
-    server = await startServer(name, { trustProxy: "1", anonymousPerMinute: ANONYMOUS_LIMIT })
+    server = await startServer(name, { trustProxy: settings.trustProxy("1"), anonymousPerMinute: ANONYMOUS_LIMIT })
   })
   afterAll(() => server?.stop())
 
@@ -79,7 +80,10 @@ describeOnEachBackend("the client address behind listed proxies (TRUST_PROXY=127
   const pets = (headers: Record<string, string>) => send(`${server.baseUrl}/pets`, { headers })
 
   beforeAll(async () => {
-    server = await startServer(name, { trustProxy: "127.0.0.0/8, ::1", anonymousPerMinute: ANONYMOUS_LIMIT })
+    server = await startServer(name, {
+      trustProxy: settings.trustProxy("127.0.0.0/8, ::1"),
+      anonymousPerMinute: ANONYMOUS_LIMIT
+    })
   })
   afterAll(() => server?.stop())
 

@@ -9,6 +9,7 @@ import type { AddressInfo } from "node:net"
 import type { Browser } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type RunningServer, startServer } from "./support/testServer.ts"
+import { settings } from "./support/settings.ts"
 
 /** A web application's origin: an empty page, on a loopback port of its own. */
 const startPageServer = async (): Promise<{ readonly origin: string; readonly server: Server }> => {
@@ -77,7 +78,7 @@ describe.skipIf(!chromiumAvailable)("CORS in Chromium", () => {
   beforeAll(async () => {
     allowed = await startPageServer()
     other = await startPageServer()
-    api = await startServer("pglite", { corsAllowedOrigins: allowed.origin })
+    api = await startServer("pglite", { corsAllowedOrigins: settings.corsAllowedOrigins(allowed.origin) })
     key = (await api.createKey("business")).key
     browser = await launchChromium()
   })

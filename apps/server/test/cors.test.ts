@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { parseAllowedOrigins } from "../src/net/corsOrigins.ts"
 import { expectError } from "./support/http.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
+import { settings } from "./support/settings.ts"
 
 const ALLOWED = "http://app.example:3000"
 const OTHER = "http://evil.example"
@@ -67,7 +68,7 @@ describe("CORS with allowed origins", () => {
 
   beforeAll(async () => {
     server = await startServer("pglite", {
-      corsAllowedOrigins: `${ALLOWED}, http://other-app.example`,
+      corsAllowedOrigins: settings.corsAllowedOrigins(`${ALLOWED}, http://other-app.example`),
       anonymousPerMinute: 2
     })
     key = (await server.createKey("business")).key
@@ -183,7 +184,7 @@ describe("CORS_ALLOWED_ORIGINS=*", () => {
   let key: string
 
   beforeAll(async () => {
-    server = await startServer("pglite", { corsAllowedOrigins: "*" })
+    server = await startServer("pglite", { corsAllowedOrigins: settings.corsAllowedOrigins("*") })
     key = (await server.createKey("business")).key
   })
   afterAll(() => server?.stop())

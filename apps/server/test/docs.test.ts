@@ -5,6 +5,7 @@ import { documentServers } from "../src/http/openApiServers.ts"
 import { send } from "@petstore/test-support"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 import { Option } from "effect"
+import { settings } from "./support/settings.ts"
 
 describe("documentation and links", () => {
   let server: RunningServer
@@ -66,7 +67,9 @@ describe("documentation and links", () => {
 describe("the servers of the OpenAPI document", () => {
   it("come from OPENAPI_SERVERS, with their descriptions; else PUBLIC_BASE_URL + /v1; else the served origin (/v1)", () => {
     const servers = "https://pets.example.com/v1 Production, https://staging.pets.example.com/v1   Staging (EU)"
-    expect(documentServers(Option.some(servers), Option.some(new URL("https://ignored.example")))).toEqual([
+    expect(
+      documentServers(Option.some(settings.openApiServers(servers)), Option.some(new URL("https://ignored.example")))
+    ).toEqual([
       { url: "https://pets.example.com/v1", description: "Production" },
       { url: "https://staging.pets.example.com/v1", description: "Staging (EU)" }
     ])

@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Option } from "effect"
 import postgres from "postgres"
 import { createTestDatabase, postgresAdminUrl } from "@petstore/test-support"
 import { AppConfig } from "../src/config.ts"
@@ -10,6 +10,7 @@ import { Orders } from "../src/orders/Orders.ts"
 import { Pets } from "../src/pets/Pets.ts"
 import { describeOnEachBackend, needsPostgres } from "./support/databases.ts"
 import { testDatabase } from "./support/layers.ts"
+import { settings } from "./support/settings.ts"
 
 const services = (database: Layer.Layer<Database, unknown>) =>
   Layer.mergeAll(Events.layer, Pets.layer, Orders.layer).pipe(Layer.provideMerge(database))
@@ -179,7 +180,7 @@ describe("Events on postgres, with transactions that commit out of order", needs
         (client) => Effect.promise(() => client.end())
       )
       return services(Database.layer.pipe(
-        Layer.provide(AppConfig.layerWith({ databaseUrl: Option.some(Redacted.make(database.url)) }))
+        Layer.provide(AppConfig.layerWith({ databaseUrl: Option.some(settings.databaseUrl(database.url)) }))
       )).pipe(Layer.merge(Layer.succeed(RawClient, client)))
     })),
     { timeout: 300_000 }

@@ -6,32 +6,19 @@
  * key's lookup found nothing (401 for a key that exists), a batch of pets or quota admissions was completed with
  * nothing (500: the failover test saw them after the primary crashed).
  */
-import { afterEach, describe, expect, it } from "vitest"
-import {
-  createTestDatabase,
-  eventually,
-  json,
-  postgresAdminUrl,
-  send,
-  startServerProcess
-} from "@petstore/test-support"
+import { describe, expect, it } from "vitest"
+import { eventually, json, send, startServerProcess } from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
-import { startProxyInFrontOf } from "./support/tcpProxy.ts"
+import { freshDatabaseBehindProxy } from "./support/tcpProxy.ts"
+import { undoAfterEach } from "./support/undo.ts"
 
-let cleanup: Array<() => Promise<void>> = []
-afterEach(async () => {
-  for (const step of cleanup.reverse()) await step().catch(() => undefined)
-  cleanup = []
-})
+const cleanup = undoAfterEach()
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
 
 describe("connections lost under their statements, on a URL with several hosts", needsPostgres, () => {
   it("every write is answered 201 or 503 (never 500, never 401 for its live key), and writes go on once connections stay", async () => {
-    const database = await createTestDatabase(postgresAdminUrl!)
-    cleanup.push(() => database.drop())
-    const { proxy, url } = await startProxyInFrontOf(database.url)
-    cleanup.push(() => proxy.close())
+    const { proxy, url } = await freshDatabaseBehindProxy(cleanup)
     // The proxy named twice: postgres.js takes the URL for a failover set-up, as with a primary and a standby.
     const through = new URL(url)
     const twoHosts = url.replace(through.host, `${through.host},${through.host}`)

@@ -17,35 +17,21 @@
  * key lookup needs it too) — the one wait here that is not a poll, because it is
  * the documented TTL.
  */
-import { afterEach, describe, expect, it } from "vitest"
-import {
-  createTestDatabase,
-  eventually,
-  postgresAdminUrl,
-  send,
-  type StartedProcess,
-  startServerProcess,
-  type TestDatabase
-} from "@petstore/test-support"
+import { describe, expect, it } from "vitest"
+import { eventually, send, type StartedProcess, startServerProcess } from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
-import { startProxyInFrontOf, type TcpProxy } from "./support/tcpProxy.ts"
+import { freshDatabaseBehindProxy, type TcpProxy } from "./support/tcpProxy.ts"
+import { undoAfterEach } from "./support/undo.ts"
 
 const REQUEST_BOUND_MS = 10_000
 const RECOVERY_BOUND_MS = 30_000
 const KEY_CACHE_TTL_MS = 4_000
 
-let cleanup: Array<() => Promise<void>> = []
-afterEach(async () => {
-  for (const step of cleanup.reverse()) await step().catch(() => undefined)
-  cleanup = []
-})
+const cleanup = undoAfterEach()
 
 /** A fresh database behind a proxy, a server process on it, and a live key already used (and cached). */
 const setUp = async (env: Record<string, string> = {}) => {
-  const database: TestDatabase = await createTestDatabase(postgresAdminUrl!)
-  cleanup.push(() => database.drop())
-  const { proxy, url } = await startProxyInFrontOf(database.url)
-  cleanup.push(() => proxy.close())
+  const { proxy, url } = await freshDatabaseBehindProxy(cleanup)
   const started: StartedProcess = await startServerProcess({ DATABASE_URL: url, ...env })
   cleanup.push(() => started.server.stop())
   // Runs first: connections held in a blackhole are let go, so the server stops promptly.

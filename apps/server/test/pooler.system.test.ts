@@ -17,7 +17,7 @@
  * desynchronising (switched to session mode while it runs), both processes
  * serve again by themselves: no connection stayed wedged, and no restart.
  */
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import postgres from "postgres"
 import {
   ADMIN_TOKEN,
@@ -32,6 +32,7 @@ import {
   type StartedProcess
 } from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
+import { undoAfterEach } from "./support/undo.ts"
 
 const KEY_CACHE_TTL_MS = 4_000
 /**
@@ -47,11 +48,7 @@ const CLIENT_PATIENCE_MS = 180_000
 const CONCURRENCY = 64
 const REQUESTS = 1_600
 
-let cleanup: Array<() => Promise<void>> = []
-afterEach(async () => {
-  for (const step of cleanup.reverse()) await step().catch(() => undefined)
-  cleanup = []
-})
+const cleanup = undoAfterEach()
 
 const setUp = async (env: (direct: string, pooled: string) => Record<string, string>) => {
   const database = await createTestDatabase(postgresAdminUrl!)

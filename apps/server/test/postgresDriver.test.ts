@@ -7,6 +7,7 @@ import type { Driver } from "../src/db/Driver.ts"
 import { postgresDriver, RECONNECT_DELAY_CAP_SECONDS, reconnectDelaySeconds } from "../src/db/postgresDriver.ts"
 import { SERVICE_UNAVAILABLE_RETRY_SECONDS } from "../src/http/errors.ts"
 import { needsPostgres } from "./support/databases.ts"
+import { settings } from "./support/settings.ts"
 
 describe("reconnecting to PostgreSQL after failed attempts", () => {
   it("waits no longer than the cap however long the outage was, so the pool is back within the Retry-After its 503s give", () => {
@@ -30,7 +31,7 @@ describe("reconnecting to PostgreSQL after failed attempts", () => {
 describe("a statement given up after its timeout (abandon)", needsPostgres, () => {
   const open = () => {
     const closed: Array<string> = []
-    const driver = postgresDriver(connectionSettings("DATABASE_URL", postgresAdminUrl!), {
+    const driver = postgresDriver(connectionSettings("DATABASE_URL", settings.postgresUrl(postgresAdminUrl!)), {
       poolSize: 1,
       prepare: true,
       silenceMillis: 60_000,
@@ -88,7 +89,7 @@ describe("a statement given up after its timeout (abandon)", needsPostgres, () =
  */
 describe("a session lost under its statement", needsPostgres, () => {
   const open = (url: string) =>
-    postgresDriver(connectionSettings("DATABASE_URL", url), {
+    postgresDriver(connectionSettings("DATABASE_URL", settings.postgresUrl(url)), {
       poolSize: 1,
       prepare: true,
       silenceMillis: 60_000,

@@ -10,7 +10,7 @@
  */
 import { once } from "node:events"
 import type { ServerResponse } from "node:http"
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import {
   bearer,
   createTestDatabase,
@@ -23,17 +23,14 @@ import {
 } from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
 import { waitFor } from "./support/waitFor.ts"
-import { startProxyInFrontOf } from "./support/tcpProxy.ts"
+import { freshDatabaseBehindProxy } from "./support/tcpProxy.ts"
+import { undoAfterEach } from "./support/undo.ts"
 
 const WEBHOOK_ENV = { WEBHOOK_ALLOW_HTTP: "true", WEBHOOK_ALLOW_PRIVATE_ADDRESSES: "true" }
 const PETS = 20
 const DELIVERY_BOUND_MS = 120_000
 
-let cleanup: Array<() => Promise<void>> = []
-afterEach(async () => {
-  for (const step of cleanup.reverse()) await step().catch(() => undefined)
-  cleanup = []
-})
+const cleanup = undoAfterEach()
 
 const json = { "content-type": "application/json" }
 
@@ -102,10 +99,7 @@ describe("webhook deliveries through process failures", needsPostgres, () => {
   })
 
   it("a PostgreSQL outage during delivery loses no committed event", async () => {
-    const database: TestDatabase = await createTestDatabase(postgresAdminUrl!)
-    cleanup.push(() => database.drop())
-    const { proxy, url: throughProxy } = await startProxyInFrontOf(database.url)
-    cleanup.push(() => proxy.close())
+    const { proxy, url: throughProxy } = await freshDatabaseBehindProxy(cleanup)
     const receiver = await startWebhookReceiver()
     cleanup.push(() => receiver.close())
     const held: Array<{ id: string; response: ServerResponse }> = []

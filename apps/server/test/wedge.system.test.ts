@@ -10,24 +10,13 @@
  * start-up, or the answer to its TLS request. (A pooler that desynchronises is in pooler.system.test.ts: PgBouncer
  * in transaction mode with named prepared statements.)
  */
-import { afterEach, describe, expect, it } from "vitest"
-import {
-  ADMIN_TOKEN,
-  createTestDatabase,
-  eventually,
-  json,
-  postgresAdminUrl,
-  send,
-  startServerProcess
-} from "@petstore/test-support"
+import { describe, expect, it } from "vitest"
+import { ADMIN_TOKEN, eventually, json, send, startServerProcess } from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
-import { startProxyInFrontOf } from "./support/tcpProxy.ts"
+import { freshDatabaseBehindProxy } from "./support/tcpProxy.ts"
+import { undoAfterEach } from "./support/undo.ts"
 
-let cleanup: Array<() => Promise<void>> = []
-afterEach(async () => {
-  for (const step of cleanup.reverse()) await step().catch(() => undefined)
-  cleanup = []
-})
+const cleanup = undoAfterEach()
 
 const closedForSilence = async (admin: string) => {
   const text = await (await fetch(`${admin}/metrics`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).text()
@@ -40,10 +29,7 @@ const closedForSilence = async (admin: string) => {
 
 describe("a connection whose answer was swallowed", needsPostgres, () => {
   it("is closed after the query timeout and replaced: the server serves again without a restart", async () => {
-    const database = await createTestDatabase(postgresAdminUrl!)
-    cleanup.push(() => database.drop())
-    const { proxy, url } = await startProxyInFrontOf(database.url)
-    cleanup.push(() => proxy.close())
+    const { proxy, url } = await freshDatabaseBehindProxy(cleanup)
     const started = await startServerProcess({ DATABASE_URL: url })
     cleanup.push(() => started.server.stop())
     const key = await started.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })

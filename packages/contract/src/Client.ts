@@ -6,7 +6,9 @@ import type { Event } from "./Event.ts"
 import type { ListEventsQuery } from "./EventsApi.ts"
 import { NewOrder, type Order, type OrderId } from "./Order.ts"
 import { NewPet, type Pet, type PetId, PetPatch } from "./Pet.ts"
-import { type ListOrdersQuery, type ListPetsQuery, PetstoreApi } from "./PetstoreApi.ts"
+import { PetstoreApi } from "./PetstoreApi.ts"
+import type { ListPetsQuery } from "./PetsApi.ts"
+import type { ListOrdersQuery } from "./StoreApi.ts"
 import { NewWebhookEndpoint, WebhookEndpointPatch } from "./WebhookEndpoints.ts"
 
 /** The contract's paths carry `/v1` already, so a base URL that ends in it is taken back to its origin. */

@@ -43,6 +43,15 @@ describe("the lint rules", () => {
     expect(found.get("orders/OrderDesk.ts")).toEqual([expect.stringMatching(/^import-x\/no-cycle: /)])
   })
 
+  it("refuse an import cycle made of type imports, which import-x/no-cycle does not follow", () => {
+    expect(found.get("webhooks/Endpoints.ts")).toEqual([
+      "petstore/no-type-import-cycle: Import cycle through a type import: Endpoints.ts → Deliveries.ts → Endpoints.ts."
+    ])
+    expect(found.get("webhooks/Deliveries.ts")).toEqual([
+      "petstore/no-type-import-cycle: Import cycle through a type import: Deliveries.ts → Endpoints.ts → Deliveries.ts."
+    ])
+  })
+
   it("refuse a write to a table outside the modules that own it, and run the type-aware rules", () => {
     expect(found.get("idempotency/IdempotencyKeys.ts")).toEqual([
       "no-restricted-syntax: Only pets/Pets.ts, orders/Orders.ts write the pets table " +

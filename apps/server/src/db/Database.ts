@@ -168,7 +168,10 @@ const announcePglite = Effect.fnUntraced(function*(dataDir: string | undefined) 
 const schemaDriver = (drivers: Drivers) => Option.getOrElse(drivers.direct, () => drivers.main)
 
 const configuredUrl = (config: AppConfigValues, variable: string) =>
-  Option.map(variable === "DATABASE_DIRECT_URL" ? config.databaseDirectUrl : config.databaseUrl, Redacted.value)
+  Option.map(
+    variable === "DATABASE_DIRECT_URL" ? config.databaseDirectUrl : config.databaseUrl,
+    (url) => Redacted.value(url).text
+  )
 
 /** A failure to read or change the schema, in an operator's words: cannot connect (TLS, refused, …), or refused. */
 const schemaFailure = (config: AppConfigValues, drivers: Drivers, cause: unknown) =>

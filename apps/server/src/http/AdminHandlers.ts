@@ -17,6 +17,7 @@ import { type Actor, type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
 import { clientAddress, type ProxyTrust } from "../net/proxyTrust.ts"
 import { Quota } from "../quota/Quota.ts"
 import { WebhookEndpoints } from "../webhooks/WebhookEndpoints.ts"
+import { withoutDatabaseError, type WithoutDatabaseError } from "./databaseFailures.ts"
 import { decodeCursor, encodeCursor } from "./pagination.ts"
 import { configuredProxyTrust } from "./quotaAdmission.ts"
 import { quotaReport } from "./rateLimitHeaders.ts"
@@ -48,31 +49,28 @@ export const AdminHandlers = HttpApiBuilder.group(
   AdminApi,
   "keys",
   Effect.fn(function*(handlers) {
-    const apiKeys = yield* ApiKeys
-    const quota = yield* Quota
-    const webhookEndpoints = yield* WebhookEndpoints
+    const apiKeys = withoutDatabaseError(yield* ApiKeys)
+    const quota = withoutDatabaseError(yield* Quota)
+    const webhookEndpoints = withoutDatabaseError(yield* WebhookEndpoints)
     const trust = yield* configuredProxyTrust
     const findKey = (id: ApiKeyId) =>
       apiKeys.find(id).pipe(
-        Effect.orDie,
         Effect.flatMap(Option.match({ onNone: () => Effect.fail(noSuchKey(id)), onSome: Effect.succeed }))
       )
 
     return handlers
       .handle("createKey", ({ payload, request }) =>
         apiKeys.create(payload, actorOf(trust, request)).pipe(
-          Effect.map(({ key, secret }) => new CreatedKey({ ...toView(key), key: secret })),
-          Effect.catchTag("DatabaseError", Effect.die)
+          Effect.map(({ key, secret }) => new CreatedKey({ ...toView(key), key: secret }))
         ))
       .handle(
         "listKeys",
-        ({ query }) => apiKeys.list(query.state).pipe(Effect.map((keys) => keys.map(toView)), Effect.orDie)
+        ({ query }) => apiKeys.list(query.state).pipe(Effect.map((keys) => keys.map(toView)))
       )
       .handle(
         "updateKey",
         ({ params, payload, request }) =>
           apiKeys.update(params.id, payload, actorOf(trust, request)).pipe(
-            Effect.catchTag("DatabaseError", Effect.die),
             Effect.flatMap(Option.match({
               onNone: () => Effect.fail(noSuchKey(params.id)),
               onSome: (key) => Effect.succeed(toView(key))
@@ -83,7 +81,6 @@ export const AdminHandlers = HttpApiBuilder.group(
         "rollKey",
         ({ params, payload, request }) =>
           apiKeys.roll(params.id, payload.overlapSeconds ?? DEFAULT_ROLL_OVERLAP_SECONDS, actorOf(trust, request)).pipe(
-            Effect.orDie,
             Effect.flatMap(Option.match({
               onNone: () => Effect.fail(noSuchKey(params.id)),
               onSome: ({ key, secret }) => Effect.succeed(new CreatedKey({ ...toView(key), key: secret }))
@@ -92,12 +89,11 @@ export const AdminHandlers = HttpApiBuilder.group(
       )
       .handle("revokeKey", ({ params, request }) =>
         apiKeys.revoke(params.id, actorOf(trust, request)).pipe(
-          Effect.orDie,
           Effect.flatMap((revoked) => revoked ? Effect.void : Effect.fail(noSuchKey(params.id)))
         ))
       .handle("keyUsage", ({ params }) =>
         findKey(params.id).pipe(
-          Effect.flatMap((key) => Effect.orDie(quota.peek(quota.keySubject(key)))),
+          Effect.flatMap((key) => quota.peek(quota.keySubject(key))),
           Effect.map((decision) => {
             const report = quotaReport(decision)
             return {
@@ -111,28 +107,28 @@ export const AdminHandlers = HttpApiBuilder.group(
         "unbanKey",
         ({ params, request }) =>
           findKey(params.id).pipe(
-            Effect.flatMap((key) => Effect.orDie(quota.unban(quota.keySubject(key)))),
+            Effect.flatMap((key) => quota.unban(quota.keySubject(key))),
             // The ban lives in the quota store (maybe this process's memory): its entry follows the unban.
-            Effect.andThen(Effect.orDie(apiKeys.audit(params.id, "key.unbanned", actorOf(trust, request))))
+            Effect.andThen(apiKeys.audit(params.id, "key.unbanned", actorOf(trust, request)))
           )
       )
       .handle(
         "keyWebhookEndpoints",
-        ({ params }) => findKey(params.id).pipe(Effect.flatMap((key) => Effect.orDie(webhookEndpoints.list(key.id))))
+        ({ params }) => findKey(params.id).pipe(Effect.flatMap((key) => webhookEndpoints.list(key.id)))
       )
   })
 )
 
 /** A page of the audit trail with the next page's `Link`, relative: the admin listener's address is the operator's. */
-const auditPage = (audit: AdminAudit["Service"], query: ListAuditQuery) =>
+const auditPage = (audit: WithoutDatabaseError<AdminAudit["Service"]>, query: ListAuditQuery) =>
   Effect.gen(function*() {
     const limit = query.limit ?? DEFAULT_PAGE_SIZE
-    const page = yield* Effect.orDie(audit.list({
+    const page = yield* audit.list({
       keyId: query.keyId,
       action: query.action,
       limit,
       before: yield* decodeCursor(query.cursor)
-    }))
+    })
     const link = Option.map(page.nextBefore, (before) => {
       const params = new URLSearchParams({ limit: String(limit) })
       if (query.keyId !== undefined) params.set("keyId", query.keyId)
@@ -159,7 +155,7 @@ export const AuditHandlers = HttpApiBuilder.group(
   AdminApi,
   "audit",
   Effect.fn(function*(handlers) {
-    const audit = yield* AdminAudit
+    const audit = withoutDatabaseError(yield* AdminAudit)
     return handlers.handle("listAudit", ({ query }) => auditPage(audit, query))
   })
 )

@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { type EventPosition, Events, START } from "../events/Events.ts"
 import { WebhookDesk } from "../webhooks/WebhookDesk.ts"
-import { dieOnDatabaseError } from "./errors.ts"
+import { withoutDatabaseError } from "./databaseFailures.ts"
 import { PublicUrl } from "./PublicUrl.ts"
 
 /**
@@ -55,15 +55,16 @@ export const EventsHandlers = HttpApiBuilder.group(
   PetstoreApi,
   "events",
   Effect.fn(function*(handlers) {
-    const events = yield* Events
+    const events = withoutDatabaseError(yield* Events)
     const publicUrl = yield* PublicUrl
     return handlers.handle("listEvents", ({ query, request }) =>
       Effect.gen(function*() {
         const limit = query.limit ?? DEFAULT_EVENT_PAGE_SIZE
         const after = yield* decodeEventCursor(query.cursor)
         const key = yield* CurrentApiKey
-        const page = yield* dieOnDatabaseError(
-          events.list({ apiKeyId: key.id, staff: key.role === "staff" }, { limit, type: query.type, after })
+        const page = yield* events.list(
+          { apiKeyId: key.id, staff: key.role === "staff" },
+          { limit, type: query.type, after }
         )
         // Every page links on, so that a poller only follows links: after its last event, or, on an empty
         // page at the end of the log, the same query again (no cursor yet when the log was empty from the start).
@@ -81,42 +82,40 @@ export const WebhooksHandlers = HttpApiBuilder.group(
   PetstoreApi,
   "webhooks",
   Effect.fn(function*(handlers) {
-    const desk = yield* WebhookDesk
+    const desk = withoutDatabaseError(yield* WebhookDesk)
     return handlers
       .handle(
         "createWebhookEndpoint",
-        ({ payload }) => CurrentApiKey.use((key) => desk.create(key, payload)).pipe(dieOnDatabaseError)
+        ({ payload }) => CurrentApiKey.use((key) => desk.create(key, payload))
       )
-      .handle("listWebhookEndpoints", () => CurrentApiKey.use((key) => desk.list(key)).pipe(dieOnDatabaseError))
+      .handle("listWebhookEndpoints", () => CurrentApiKey.use((key) => desk.list(key)))
       .handle(
         "getWebhookEndpoint",
-        ({ params }) => CurrentApiKey.use((key) => desk.get(key, params.endpointId)).pipe(dieOnDatabaseError)
+        ({ params }) => CurrentApiKey.use((key) => desk.get(key, params.endpointId))
       )
       .handle(
         "updateWebhookEndpoint",
-        ({ params, payload }) =>
-          CurrentApiKey.use((key) => desk.update(key, params.endpointId, payload)).pipe(dieOnDatabaseError)
+        ({ params, payload }) => CurrentApiKey.use((key) => desk.update(key, params.endpointId, payload))
       )
       .handle(
         "deleteWebhookEndpoint",
-        ({ params }) => CurrentApiKey.use((key) => desk.remove(key, params.endpointId)).pipe(dieOnDatabaseError)
+        ({ params }) => CurrentApiKey.use((key) => desk.remove(key, params.endpointId))
       )
       .handle(
         "rotateWebhookSecret",
-        ({ params }) => CurrentApiKey.use((key) => desk.rotateSecret(key, params.endpointId)).pipe(dieOnDatabaseError)
+        ({ params }) => CurrentApiKey.use((key) => desk.rotateSecret(key, params.endpointId))
       )
       .handle(
         "testWebhookEndpoint",
-        ({ params }) => CurrentApiKey.use((key) => desk.test(key, params.endpointId)).pipe(dieOnDatabaseError)
+        ({ params }) => CurrentApiKey.use((key) => desk.test(key, params.endpointId))
       )
       .handle(
         "listWebhookAttempts",
-        ({ params }) => CurrentApiKey.use((key) => desk.attempts(key, params.endpointId)).pipe(dieOnDatabaseError)
+        ({ params }) => CurrentApiKey.use((key) => desk.attempts(key, params.endpointId))
       )
       .handle(
         "redeliverWebhookEvent",
-        ({ params, payload }) =>
-          CurrentApiKey.use((key) => desk.redeliver(key, params.endpointId, payload.eventId)).pipe(dieOnDatabaseError)
+        ({ params, payload }) => CurrentApiKey.use((key) => desk.redeliver(key, params.endpointId, payload.eventId))
       )
   })
 )

@@ -8,8 +8,6 @@ import { represent } from "./compression.ts"
 import { answer } from "./conditionalAnswer.ts"
 import { documentServers } from "./openApiServers.ts"
 
-export { FaviconRoute, HealthRoutes } from "./probes.ts"
-
 /**
  * What anyone may ask for without a key, made cheap (docs/security.md, "What a caller without a key can make the server do"): the OpenAPI document and the docs
  * page are rendered once, compressed once per encoding asked for, and answered with validators, under the per-address anonymous
@@ -17,8 +15,8 @@ export { FaviconRoute, HealthRoutes } from "./probes.ts"
  * probe refused would take the host out of rotation) but readiness asks the database at most once a second.
  *
  * This file serves the documents; `compression.ts` and `conditionalAnswer.ts` make their bytes and answers,
- * `anonymousAdmission.ts` spends the anonymous quota, `openApiServers.ts` names the document's servers, and
- * `probes.ts` holds the probes and the favicon (re-exported here, where the routes take them from).
+ * `anonymousAdmission.ts` spends the anonymous quota, and `openApiServers.ts` names the document's servers.
+ * The probes and the favicon, under no limit, are `probes.ts`'s.
  */
 
 /**

@@ -1,8 +1,8 @@
 import { PetstoreApi, responseHeaders } from "@petstore/contract"
-import { Context, Effect, Result } from "effect"
+import { Context, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "../config.ts"
-import { type AllowedOrigins, isAllowedOrigin, parseAllowedOrigins } from "../net/corsOrigins.ts"
+import { type AllowedOrigins, isAllowedOrigin } from "../net/corsOrigins.ts"
 import { CurrentRequestFacts } from "./requestLog.ts"
 import { everyV1Answer } from "./responseHeaders.ts"
 import { routeTable } from "./routeTable.ts"
@@ -24,12 +24,6 @@ export const exposedHeaders = [
   "Idempotent-Replayed"
 ].join(", ")
 
-/** `CORS_ALLOWED_ORIGINS` as the edge reads it; the configuration already refused a value it cannot read. */
-const configuredOrigins = Effect.map(
-  AppConfig,
-  (config) => Result.getOrThrow(parseAllowedOrigins(config.corsAllowedOrigins))
-)
-
 const allowOriginOf = (allowed: AllowedOrigins, origin: string) => allowed._tag === "Any" ? "*" : origin
 
 /**
@@ -41,7 +35,7 @@ const allowOriginOf = (allowed: AllowedOrigins, origin: string) => allowed._tag 
  * allowed origin says so and exposes the headers a client reads; to any other origin nothing changes.
  */
 export const cors = Effect.gen(function*() {
-  const allowed = yield* configuredOrigins
+  const allowed = (yield* AppConfig).corsAllowedOrigins
   const table = yield* routeTable(PetstoreApi)
   // With a list the answer depends on the Origin; with `*` or none it does not.
   const vary = allowed._tag === "Listed" ? { vary: "Origin" } : {}

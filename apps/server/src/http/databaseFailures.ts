@@ -1,6 +1,5 @@
 import { Effect } from "effect"
-import type { DatabaseError } from "../db/DatabaseError.ts"
-import { dieOnDatabaseError } from "./errors.ts"
+import { DatabaseError } from "../db/DatabaseError.ts"
 
 /** A service as handlers see it: every operation's `DatabaseError` gone from its error channel. */
 export type WithoutDatabaseError<S> = {
@@ -9,6 +8,19 @@ export type WithoutDatabaseError<S> = {
     : S[K] extends Effect.Effect<infer A, infer E, infer R> ? Effect.Effect<A, Exclude<E, DatabaseError>, R>
     : S[K]
 }
+
+/**
+ * Lets a database failure through to `renderCause` (`errors.ts`), the one place that answers it: operations
+ * declare the 503 for the document, but do not answer it themselves. It travels as a defect because an operation
+ * may fail only with the errors it declares.
+ */
+const dieOnDatabaseError = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, Exclude<E, DatabaseError>, R> =>
+  Effect.catch(
+    effect,
+    (error) => error instanceof DatabaseError ? Effect.die(error) : Effect.fail(error as Exclude<E, DatabaseError>)
+  )
 
 /**
  * The one policy for a database failure, applied where a handler group takes

@@ -37,8 +37,8 @@ export const causeHas = (cause: Cause.Cause<unknown>, predicate: (u: unknown) =>
 
 /**
  * The error a failure that nobody answered stands for. A database failure
- * reaches here from wherever it happened (operations hand theirs on with
- * `dieOnDatabaseError`): an unavailable database is the documented 503,
+ * reaches here from wherever it happened (handlers take their services
+ * `withoutDatabaseError`, `databaseFailures.ts`): an unavailable database is the documented 503,
  * anything else a bug, logged and answered 500.
  */
 const errorOfCause = Effect.fnUntraced(function*(cause: Cause.Cause<unknown>) {
@@ -58,20 +58,6 @@ export const answerEveryFailure = <E, R>(httpEffect: Effect.Effect<HttpServerRes
   Effect.catchCause(
     httpEffect,
     (cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : renderCause(cause)
-  )
-
-/**
- * Lets a database failure through to `renderCause`, the one place that answers
- * it: operations declare the 503 for the document, but do not answer it
- * themselves. It travels as a defect because an operation may fail only with
- * the errors it declares.
- */
-export const dieOnDatabaseError = <A, E, R>(
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exclude<E, DatabaseError>, R> =>
-  Effect.catch(
-    effect,
-    (error) => error instanceof DatabaseError ? Effect.die(error) : Effect.fail(error as Exclude<E, DatabaseError>)
   )
 
 const isRouteNotFound = (u: unknown) => HttpServerError.isHttpServerError(u) && u.reason._tag === "RouteNotFound"

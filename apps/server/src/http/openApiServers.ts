@@ -1,6 +1,7 @@
 import { API_BASE_PATH } from "@petstore/contract"
 import { Option } from "effect"
 import type { OpenApi } from "effect/http-api"
+import type { OpenApiServer } from "../config.ts"
 
 /**
  * The servers the OpenAPI document names, each ending in /v1: `OPENAPI_SERVERS`
@@ -8,20 +9,13 @@ import type { OpenApi } from "effect/http-api"
  * document's default, `/v1` relative to wherever it is served, names this origin.
  */
 export const documentServers = (
-  openApiServers: Option.Option<string>,
+  openApiServers: Option.Option<ReadonlyArray<OpenApiServer>>,
   publicBaseUrl: Option.Option<URL>
 ): ReadonlyArray<OpenApi.OpenAPISpecServer> =>
-  Option.match(openApiServers, {
-    onSome: (servers) =>
-      servers.split(",").map((entry) => {
-        const [url, ...description] = entry.trim().split(/\s+/)
-        return description.length === 0 ? { url: url! } : { url: url!, description: description.join(" ") }
-      }),
-    onNone: () =>
-      Option.match(publicBaseUrl, {
-        onNone: () => [],
-        onSome: (
-          base
-        ) => [{ url: `${base.toString().replace(/\/+$/, "")}${API_BASE_PATH}`, description: "PUBLIC_BASE_URL" }]
-      })
-  })
+  Option.getOrElse(openApiServers, () =>
+    Option.match(publicBaseUrl, {
+      onNone: () => [],
+      onSome: (
+        base
+      ) => [{ url: `${base.toString().replace(/\/+$/, "")}${API_BASE_PATH}`, description: "PUBLIC_BASE_URL" }]
+    }))

@@ -1,11 +1,11 @@
 import { API_BASE_PATH, PetstoreApi, RateLimited } from "@petstore/contract"
-import { Context, Effect, Option, Result } from "effect"
+import { Context, Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { anonymousQuotaSubject } from "../net/ipAddress.ts"
-import { clientAddress, parseProxyTrust, type ProxyTrust } from "../net/proxyTrust.ts"
+import { clientAddress, type ProxyTrust } from "../net/proxyTrust.ts"
 import { recordQuotaRefusal } from "../observability/metrics.ts"
 import { traced } from "../observability/spans.ts"
 import { Quota, type QuotaDecision } from "../quota/Quota.ts"
@@ -18,11 +18,8 @@ import { type Operation, routeTable } from "./routeTable.ts"
  * Whom a request without a key is counted against: its client's address as
  * the proxy trust model (`TRUST_PROXY`) finds it, an IPv6 client by its /64.
  */
-/** `TRUST_PROXY` as the trust model reads it; the configuration already refused a value it cannot read. */
-export const configuredProxyTrust = Effect.map(
-  AppConfig,
-  (config) => Result.getOrThrow(parseProxyTrust(config.trustProxy))
-)
+/** `TRUST_PROXY`, read by the configuration. */
+export const configuredProxyTrust = Effect.map(AppConfig, (config) => config.trustProxy)
 
 export const anonymousSubjectOf = (request: HttpServerRequest.HttpServerRequest, trust: ProxyTrust) =>
   Option.match(clientAddress(trust, request.headers["x-forwarded-for"], request.remoteAddress), {

@@ -33,5 +33,9 @@ export const parseAllowedOrigins = (value: string): Result.Result<AllowedOrigins
   return Result.succeed({ _tag: "Listed", origins })
 }
 
+/** `CORS_ALLOWED_ORIGINS` as it is written, for the logged configuration. */
+export const settingOfOrigins = (allowed: AllowedOrigins): string =>
+  allowed._tag === "None" ? "" : allowed._tag === "Any" ? "*" : [...allowed.origins].join(", ")
+
 export const isAllowedOrigin = (allowed: AllowedOrigins, origin: string) =>
   allowed._tag === "Any" || (allowed._tag === "Listed" && allowed.origins.has(origin))

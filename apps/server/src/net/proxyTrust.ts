@@ -14,7 +14,7 @@ import { type IpAddress, parseIpAddress } from "./ipAddress.ts"
 export type ProxyTrust =
   | { readonly kind: "none" }
   | { readonly kind: "hops"; readonly hops: number }
-  | { readonly kind: "proxies"; readonly proxies: BlockList }
+  | { readonly kind: "proxies"; readonly proxies: BlockList; readonly listed: ReadonlyArray<string> }
 
 /**
  * Only the tail of `X-Forwarded-For` is read: the entries the trusted proxies
@@ -64,8 +64,12 @@ export const parseProxyTrust = (setting: string): Result.Result<ProxyTrust, stri
     }
     add.success(proxies)
   }
-  return Result.succeed({ kind: "proxies", proxies })
+  return Result.succeed({ kind: "proxies", proxies, listed: items })
 }
+
+/** `TRUST_PROXY` as it is written, for the logged configuration. */
+export const settingOfProxyTrust = (trust: ProxyTrust): string =>
+  trust.kind === "none" ? "false" : trust.kind === "hops" ? String(trust.hops) : trust.listed.join(", ")
 
 /** The entries the trusted proxies may have written, left to right. */
 const forwardedTail = (header: string): ReadonlyArray<string> => {

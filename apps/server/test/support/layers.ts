@@ -1,8 +1,9 @@
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { AppConfig } from "../../src/config.ts"
 import { Database } from "../../src/db/Database.ts"
 import { createTestDatabase, missingTool, postgresAdminUrl, redisBinaries, startRedis } from "@petstore/test-support"
 import { RedisQuotaStore, type RedisQuotaStoreOptions } from "../../src/quota/redis/RedisQuotaStore.ts"
+import { settings } from "./settings.ts"
 
 /** A migrated, empty database of the backend, for tests of one service at a time. */
 export const testDatabase = (backend: "pglite" | "postgres") =>
@@ -17,7 +18,7 @@ export const testDatabase = (backend: "pglite" | "postgres") =>
       (database) => Effect.promise(() => database.drop())
     )
     return Database.layer.pipe(
-      Layer.provide(AppConfig.layerWith({ databaseUrl: Option.some(Redacted.make(database.url)) }))
+      Layer.provide(AppConfig.layerWith({ databaseUrl: Option.some(settings.databaseUrl(database.url)) }))
     )
   }))
 

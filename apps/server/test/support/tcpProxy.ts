@@ -1,5 +1,6 @@
 import { once } from "node:events"
 import { createServer, type Server, type Socket, connect } from "node:net"
+import { createTestDatabase, postgresAdminUrl, type TestDatabase } from "@petstore/test-support"
 
 /**
  * A TCP proxy in the test process, in front of PostgreSQL, that a test can cut:
@@ -118,4 +119,18 @@ export const startProxyInFrontOf = async (databaseUrl: string): Promise<{ proxy:
   through.hostname = "127.0.0.1"
   through.port = String(proxy.port)
   return { proxy, url: through.toString() }
+}
+
+/**
+ * A fresh database with a proxy in front of it, and its URL through the proxy: what the tests of lost connections
+ * start from. Each is undone by `undo` (`undoAfterEach`), the proxy first.
+ */
+export const freshDatabaseBehindProxy = async (
+  undo: Array<() => Promise<void>>
+): Promise<{ database: TestDatabase; proxy: TcpProxy; url: string }> => {
+  const database = await createTestDatabase(postgresAdminUrl!)
+  undo.push(() => database.drop())
+  const { proxy, url } = await startProxyInFrontOf(database.url)
+  undo.push(() => proxy.close())
+  return { database, proxy, url }
 }

@@ -9,6 +9,7 @@ import {
   createTestDatabase,
   postgresAdminUrl
 } from "@petstore/test-support"
+import { settings } from "./settings.ts"
 
 export interface RunningServer {
   readonly baseUrl: string
@@ -33,7 +34,7 @@ export const startServer = async (
     adminHost: "127.0.0.1",
     adminPort: 0,
     adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
-    databaseUrl: database ? Option.some(Redacted.make(database.url)) : Option.none(),
+    databaseUrl: database ? Option.some(settings.databaseUrl(database.url)) : Option.none(),
     dataDir: ":memory:",
     logLevel: "Warn",
     ...overrides
