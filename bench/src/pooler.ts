@@ -4,7 +4,7 @@
  * `pgbouncer`, started on a free port): list and create, per server
  * CPU-second, and PostgreSQL's CPU per request (the bench database's backends,
  * from /proc). Writes its section of bench/RESULTS.md. What decides
- * DATABASE_PREPARED_STATEMENTS's default (README, "Poolers").
+ * DATABASE_PREPARED_STATEMENTS's default (docs/postgresql.md, "Poolers").
  */
 import autocannon from "autocannon"
 import postgres from "postgres"

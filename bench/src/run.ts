@@ -40,7 +40,7 @@ const soak = process.argv.includes("--soak")
 const quick = process.argv.includes("--quick")
 const profile = process.argv.includes("--profile")
 /**
- * The Node flags `pnpm start` gives the server (the heap sizing of README "Memory"), read from the root
+ * The Node flags `pnpm start` gives the server (the heap sizing of docs/operations.md, "Memory"), read from the root
  * package.json's `start` script, so that the bench measures the defaults operators run.
  */
 const shippedNodeOptions = (() => {

@@ -61,7 +61,7 @@ describe.skipIf(promtool === undefined && missingTool("promtool is not on PATH (
 
 describe("every alert has its runbook line", () => {
   it.each(alerts.map((alert) => alert.alert))("%s", (alert) => {
-    expect(read("README.md")).toMatch(new RegExp(`\\| \`${alert}\` \\|`))
+    expect(read("docs/deploying.md")).toMatch(new RegExp(`\\| \`${alert}\` \\|`))
   })
 })
 

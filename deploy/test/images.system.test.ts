@@ -224,9 +224,9 @@ describe.skipIf(
       expect(write.stderr).toContain("Read-only file system")
     })
 
-    it("applies migrations with the command the README and the server's refusal print for the image", async () => {
+    it("applies migrations with the command docs/postgresql.md and the server's refusal print for the image", async () => {
       const printed = /^# in the server image \(working directory \/app\): +(.+)$/m.exec(
-        blockContaining(join(root, "README.md"), "pnpm migrate").text
+        blockContaining(join(root, "docs/postgresql.md"), "pnpm migrate").text
       )?.[1]
       expect(printed).toBe("node dist/main.js migrate")
       expect(MIGRATE_COMMAND).toContain(`in the server image: \`${printed}\``)
@@ -372,8 +372,8 @@ describe.skipIf(
     })
   })
 
-  it("runs the README's podman example as printed: the server on PGlite, a key issued on the admin port, used", async () => {
-    const example = blockContaining(join(root, "README.md"), "podman run --detach --name petstore").text
+  it("runs docs/deploying.md's podman example as printed: the server on PGlite, a key issued on the admin port, used", async () => {
+    const example = blockContaining(join(root, "docs/deploying.md"), "podman run --detach --name petstore").text
     const [port, adminPort] = [await freePort(), await freePort()]
     const name = `petstore-readme-example-${process.pid}`
     const volume = `petstore-readme-example-data-${process.pid}`
@@ -531,7 +531,7 @@ describe.skipIf(
     }
   )
 
-  it("keeps PGlite's data on a volume across containers, published with -p as the README runs it", async () => {
+  it("keeps PGlite's data on a volume across containers, published with -p as docs/deploying.md runs it", async () => {
     const volume = `petstore-image-test-data-${process.pid}`
     volumes.push(volume)
     const [port, adminPort] = [await freePort(), await freePort()]

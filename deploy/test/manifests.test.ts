@@ -84,7 +84,7 @@ describe.skipIf(
       }
     })
 
-    it("migrates as the schema's owner and serves as the row-only role, each from its own Secret (README, \"Roles and migrations\")", () => {
+    it("migrates as the schema's owner and serves as the row-only role, each from its own Secret (docs/postgresql.md, \"Roles and migrations\")", () => {
       /** The Secret behind the file a container's variable names, through the container's mounts. */
       const secretBehind = (
         container: { env: Array<{ name: string; value: string }>; volumeMounts: Array<any> },
@@ -138,7 +138,7 @@ describe.skipIf(
       expect(server.readinessProbe.timeoutSeconds).toBeGreaterThan(2)
     })
 
-    it("gives the drain and the stop the README's arithmetic", () => {
+    it("gives the drain and the stop the arithmetic of docs/fleet.md", () => {
       const drain = Number(config.SHUTDOWN_DRAIN_SECONDS)
       const notice = server.readinessProbe.periodSeconds * server.readinessProbe.failureThreshold
       expect(drain).toBeGreaterThanOrEqual(2 * notice)

@@ -23,6 +23,6 @@ describe("the release", () => {
     expect(containerfile.match(/^ARG VERSION=(.*)$/gm)).toEqual([`ARG VERSION=${version}`, `ARG VERSION=${version}`])
     expect(containerfile).toContain(`org.opencontainers.image.licenses="MIT"`)
     expect(read("deploy/kubernetes/overlays/example/kustomization.yaml")).toContain(`newTag: "${version}"`)
-    expect(read("README.md")).toContain(`petstore-server:${version}`)
+    expect(read("docs/deploying.md")).toContain(`petstore-server:${version}`)
   })
 })

@@ -28,15 +28,15 @@ export const serverVariables = (): ReadonlySet<string> => {
   return new Set([...names, ...secrets.map((name) => `${name}_FILE`)])
 }
 
-/** The server's own bounds that the stop timeouts add up (README, "Shutdown against the balancer's drain"). */
+/** The server's own bounds that the stop timeouts add up (docs/fleet.md, "Shutdown against the balancer's drain"). */
 export const shutdownFacts = () => ({
   requestTimeoutSeconds: Number(/requestTimeout: (\d+)_000/.exec(read("apps/server/src/server.ts"))![1]),
   poolCloseSeconds: Number(/client\.end\(\{ timeout: (\d+) \}\)/.exec(read("apps/server/src/db/postgresDriver.ts"))![1])
 })
 
-/** The memory the README reports: idle, and the top of the range under a steady load. */
+/** The memory docs/operations.md reports ("Memory"): idle, and the top of the range under a steady load. */
 export const measuredMemoryMiB = () => {
-  const readme = read("README.md")
+  const readme = read("docs/operations.md")
   return {
     idle: Number(/holds about (\d+) MiB resident idle/.exec(readme)![1]),
     underLoad: Number(/req\/s it holds \d+–(\d+) MiB/.exec(readme.replace(/\s+/g, " "))![1])

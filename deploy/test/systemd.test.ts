@@ -34,7 +34,7 @@ describe.skipIf(analyze === undefined && missingTool("systemd-analyze is not on 
       ) expect(settings(key), key).toEqual([value])
     })
 
-    it("stops within the README's arithmetic, and never restarts a configuration error", () => {
+    it("stops within the arithmetic of docs/fleet.md, and never restarts a configuration error", () => {
       const variables = Object.fromEntries(
         settings("Environment").map((line) => line.split("=", 2) as [string, string])
       )
@@ -48,7 +48,7 @@ describe.skipIf(analyze === undefined && missingTool("systemd-analyze is not on 
     })
 
     it("sets only variables the server reads, and takes its secrets as credentials", () => {
-      // Node's own: the environment it runs in, and the heap sizing the README's "Memory" ships.
+      // Node's own: the environment it runs in, and the heap sizing docs/operations.md's "Memory" ships.
       const known = new Set([...serverVariables(), "NODE_ENV", "NODE_OPTIONS"])
       const variables = Object.fromEntries(
         settings("Environment").map((line) => {

@@ -1,6 +1,6 @@
 /**
  * A fleet on this machine: server hosts, each in a network namespace of its
- * own, behind HAProxy (running `fleet/haproxy.cfg`, the README's reference
+ * own, behind HAProxy (running `fleet/haproxy.cfg`, docs/fleet.md's reference
  * configuration), on a PostgreSQL cluster that the fleet starts in a namespace
  * of its own. One host may run with its clock behind the others (libfaketime).
  * Needs root (namespaces, veths), iproute2, HAProxy, PostgreSQL's binaries and
@@ -31,7 +31,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import postgres from "postgres"
 
-/** The file the README documents; the fleet runs this one, so the two cannot drift apart. */
+/** The file docs/fleet.md documents; the fleet runs this one, so the two cannot drift apart. */
 export const haproxyConfigFile = fileURLToPath(new URL("../haproxy.cfg", import.meta.url))
 
 /** The server as `pnpm build` leaves it (what `pnpm start` runs). */

@@ -1,6 +1,6 @@
 /**
  * The fleet: three server hosts (network namespaces, the built server),
- * HAProxy running the README's reference configuration (fleet/haproxy.cfg),
+ * HAProxy running the reference configuration of docs/fleet.md (fleet/haproxy.cfg),
  * one PostgreSQL cluster of the test's own; host3's clock runs 1.8 s behind
  * (libfaketime). Run as root with `pnpm test:fleet`.
  *
@@ -36,7 +36,7 @@ import {
 
 const SKEW = { host: "host3", offset: "-1.8s", seconds: -1.8 } as const
 const schedule = healthCheckSchedule(readFileSync(haproxyConfigFile, "utf8"))
-/** Twice the time the balancer's checks take to notice a host going away, as the README says: 3 s. */
+/** Twice the time the balancer's checks take to notice a host going away, as docs/fleet.md says: 3 s. */
 const DRAIN_SECONDS = Math.ceil((2 * (schedule.interMs + (schedule.fall - 1) * schedule.fastinterMs)) / 1_000)
 /**
  * The longest the balancer's checks take to find a dead host, by its own

@@ -5,7 +5,7 @@ import { parseProxyTrust } from "./net/proxyTrust.ts"
 const Host = Config.String
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { expected: "a positive integer" }))
 const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0, { expected: "a whole number, 0 or more" }))
-/** Connections per process: see the README's connection budget. Above 100 a process only queues in PostgreSQL instead of in itself. */
+/** Connections per process: see docs/postgresql.md, "Sizing: the connection budget". Above 100 a process only queues in PostgreSQL instead of in itself. */
 const PoolSize = Schema.Int.check(
   Schema.isBetween({ minimum: 1, maximum: 100 }, { expected: "a whole number from 1 to 100" })
 )

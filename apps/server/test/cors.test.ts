@@ -1,5 +1,5 @@
 /**
- * CORS (README "Calling the API from a browser (CORS)"): off by default; with `CORS_ALLOWED_ORIGINS`, a
+ * CORS (docs/security.md, "Calling the API from a browser (CORS)"): off by default; with `CORS_ALLOWED_ORIGINS`, a
  * preflight from an allowed origin is answered before quota and key, and actual answers to it say so. A
  * preflight spends no quota whatever its origin.
  */

@@ -8,8 +8,8 @@
  * - every acknowledged POST is on the new primary (synchronous replication);
  * - a key's daily quota, half spent before, admits exactly the other half after:
  *   the counters moved with the database;
- * - the server serves again within the README's bound, by itself.
- * The gap (last write acknowledged before, first after) is printed: the README's measured failover times.
+ * - the server serves again within the bound of docs/postgresql.md ("Failover"), by itself.
+ * The gap (last write acknowledged before, first after) is printed: the measured failover times of docs/postgresql.md.
  */
 import { execFile, execFileSync } from "node:child_process"
 import { promisify } from "node:util"
@@ -29,7 +29,7 @@ import {
 } from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
 
-/** The README's bound: the server writes again this soon after the standby is promoted (measured: well under it). */
+/** The bound of docs/postgresql.md ("Failover"): the server writes again this soon after the standby is promoted (measured: well under it). */
 const FAILOVER_BOUND_MS = 30_000
 const DAILY_LIMIT = 40
 

@@ -204,7 +204,7 @@ const expectedPet = (parsed: unknown): { name: string; categoryId: number; statu
   if (Object.keys(record).some((k) => !["name", "categoryId", "status"].includes(k))) return undefined
   const { name, categoryId, status } = record
   if (typeof name !== "string") return undefined
-  // README "What a name may hold": trimmed, then NFC; 1–100 UTF-16 code units (and, as the wire pattern counts, at most
+  // docs/security.md, "What a name may hold": trimmed, then NFC; 1–100 UTF-16 code units (and, as the wire pattern counts, at most
   // 100 code points as sent); no control, format or surrogate character, no line or paragraph separator; something visible.
   const trimmed = name.trim()
   const stored = trimmed.normalize("NFC")

@@ -63,7 +63,7 @@ const expectInvalidRequest = (answer: ParsedAnswer | undefined, detailPath: stri
   expect(answer!.headers["connection"]).toBe("close")
   expect(answer!.headers["cache-control"]).toBe("no-store")
   expect(answer!.headers["x-content-type-options"]).toBe("nosniff")
-  // Every answer carries a request id (README "Operations"), this one included.
+  // Every answer carries a request id (docs/operations.md, "Logs"), this one included.
   expect(answer!.headers["x-request-id"]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
   expect(JSON.parse(answer!.body)).toEqual({
     code: "invalid_request",

@@ -32,7 +32,7 @@ describeOnEachBackend("pets API", ({ name }) => {
       expect(created.body).toMatchObject({ name: "Tom", status: "available" })
     })
 
-    it("refuses a name with a lone surrogate (README \"What a name may hold\"), on create and on PATCH", async () => {
+    it("refuses a name with a lone surrogate (docs/security.md, \"What a name may hold\"), on create and on PATCH", async () => {
       // JSON may escape half of a surrogate pair. After another non-ASCII character it once cut PGlite's parameter short.
       const created = await createPet(String.raw`{"name": "¡\udc00n", "categoryId": 1}`)
       expectError(created, 400, "invalid_request")

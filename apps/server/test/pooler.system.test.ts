@@ -10,7 +10,7 @@
  * processes: no 5xx, every acknowledged write present, and a key revoked
  * through one process refused by the other within the documented bound.
  * And a pooler that desynchronises: named prepared statements forced through
- * the transaction-mode PgBouncer (not supported: the README says why) make it
+ * the transaction-mode PgBouncer (not supported: docs/postgresql.md says why) make it
  * lose answers under load (`got packet 'T' from server when not
  * linked`), and make postgres.js lose track of connections that then owe
  * nothing on the wire. Requests fail meanwhile; once the pooler stops

@@ -17,7 +17,7 @@ const listOf = (exchange: Exchange, name: string) =>
   (header(exchange, name) ?? "").split(",").map((part) => part.trim().toLowerCase()).filter((part) => part !== "")
 
 /**
- * CORS (README "Calling the API from a browser (CORS)"), an extension: only with `--cors-origin ORIGIN`, an
+ * CORS (docs/security.md, "Calling the API from a browser (CORS)"), an extension: only with `--cors-origin ORIGIN`, an
  * origin the deployment allows, since CORS is off by default.
  */
 export const corsPhase = (run: RunContext): Effect.Effect<Phase> =>

@@ -306,7 +306,7 @@ const differsFromSent = (sent: Record<string, unknown>, exchange: Exchange) => {
   const compared = typeof sent.name === "string" && sent.name !== sent.name.trim()
     ? (["categoryId", "status"] as const)
     : (["name", "categoryId", "status"] as const)
-  // Names compare in NFC: the server stores a name normalised (README "What a name may hold").
+  // Names compare in NFC: the server stores a name normalised (docs/security.md, "What a name may hold").
   const asStored = (value: unknown) => typeof value === "string" ? value.normalize("NFC") : value
   const changed = compared.filter((field) => field in sent && pet[field] !== asStored(sent[field]))
   return changed.length === 0

@@ -22,7 +22,7 @@ const isPreflight = (exchange: Exchange) =>
 
 export const rateLimitHeadersPresent: Invariant = {
   id: "headers.present",
-  // A browser's preflight is no operation: it carries no key and spends no quota (README, CORS).
+  // A browser's preflight is no operation: it carries no key and spends no quota (docs/security.md, CORS).
   appliesTo: (exchange) => !isPreflight(exchange),
   violation: (exchange) => {
     const wrong = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"].filter((name) =>

@@ -9,7 +9,7 @@ import { Plan, QuotaLimits } from "./Plan.ts"
 import { KeyUsage } from "./RateLimit.ts"
 import { WebhookEndpoint } from "./WebhookEndpoints.ts"
 
-/** A key's name, a label for people: README "What a name may hold" (Names.ts), up to 200 characters. */
+/** A key's name, a label for people: docs/security.md, "What a name may hold" (Names.ts), up to 200 characters. */
 export const ApiKeyName = displayName(200, "A label for the key, shown to operators.", ["ci bot"])
 
 /** The furthest a key's `expiresAt` may lie ahead: 366 days, so that "a year from today" always fits. */

@@ -1,7 +1,7 @@
 import { Schema, SchemaTransformation } from "effect"
 
 /**
- * What a name may hold (README "What a name may hold"), for pets' names and API keys' names alike.
+ * What a name may hold (docs/security.md, "What a name may hold"), for pets' names and API keys' names alike.
  *
  * A name is shown to people: in lists, in receipts, in an operator's terminal. So it may not hold what
  * changes how the text around it is shown or read while being invisible itself:

@@ -45,7 +45,7 @@ export const PetStatus = Schema.Literals(["available", "pending", "sold"]).annot
 })
 export type PetStatus = typeof PetStatus.Type
 
-/** A pet's name: README "What a name may hold" (Names.ts). */
+/** A pet's name: docs/security.md, "What a name may hold" (Names.ts). */
 export const PetName = displayName(100, "The animal's name.", ["Rex"])
 
 export const CategoryId = PositiveSafeInt.annotate({

@@ -49,12 +49,13 @@ export const substituted = (text: string, pairs: ReadonlyArray<readonly [string,
   }, text)
 
 /**
- * The root README's "Roles and migrations" SQL as printed, one statement an entry, for a role, database and
+ * docs/postgresql.md's "Roles and migrations" SQL as printed, one statement an entry, for a role, database and
  * schema owner of a test's own; the role without a password, since test databases trust local connections.
  */
 export const readmeRuntimeRoleStatements = (role: string, database: string, owner: string): Array<string> =>
   substituted(
-    blockContaining(fileURLToPath(new URL("../../../README.md", import.meta.url)), "CREATE ROLE petstore_app").text,
+    blockContaining(fileURLToPath(new URL("../../../docs/postgresql.md", import.meta.url)), "CREATE ROLE petstore_app")
+      .text,
     [
       ["CREATE ROLE petstore_app LOGIN PASSWORD '…'", "CREATE ROLE petstore_app LOGIN"],
       ["petstore_app", role],

@@ -99,7 +99,7 @@ export const openDrivers = Effect.fnUntraced(function*(config: AppConfigValues, 
       yield* prepareDataDir(dataDir)
       yield* lockDataDir(dataDir)
     }
-    // `migrate` answers with its one line only (README, "Roles and migrations").
+    // `migrate` answers with its one line only (docs/postgresql.md, "Roles and migrations").
     if (role === "serve") yield* announcePglite(dataDir)
   }
   const open = (make: () => Promise<Driver> | Driver, onFailure: (cause: unknown) => StartupError) =>
@@ -195,7 +195,7 @@ export const applyMigrations = Effect.fnUntraced(function*(config: AppConfigValu
  *   the role may; otherwise stop with one line naming the pending version and the command;
  * - migrations this release does not know (a newer release's hosts migrated it,
  *   during a rolling upgrade): serve, and say so. Migrations only add to the
- *   schema what the release before them can ignore (README, "Roles and migrations").
+ *   schema what the release before them can ignore (docs/postgresql.md, "Roles and migrations").
  */
 const prepareSchema = Effect.fnUntraced(function*(config: AppConfigValues, drivers: Drivers) {
   const driver = schemaDriver(drivers)
@@ -272,7 +272,7 @@ export class Database extends Context.Service<Database, {
                 duration: timeoutMillis,
                 orElse: () =>
                   recordStatementTimeout.pipe(
-                    // Nothing may wait behind it: its connection may be lost to the protocol (README, "Outages").
+                    // Nothing may wait behind it: its connection may be lost to the protocol (docs/operations.md, "Outages").
                     Effect.andThen(Effect.sync(() => sent !== undefined && main.abandon(sent))),
                     Effect.andThen(Effect.fail(new DatabaseError({ cause: new QueryTimeout(timeoutMillis) })))
                   )

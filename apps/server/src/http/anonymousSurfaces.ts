@@ -11,7 +11,7 @@ import { documentServers } from "./openApiServers.ts"
 export { FaviconRoute, HealthRoutes } from "./probes.ts"
 
 /**
- * What anyone may ask for without a key, made cheap (README "Security"): the OpenAPI document and the docs
+ * What anyone may ask for without a key, made cheap (docs/security.md, "What a caller without a key can make the server do"): the OpenAPI document and the docs
  * page are rendered once, compressed once per encoding asked for, and answered with validators, under the per-address anonymous
  * limit; the probes are not limited (a kubelet or a load balancer probes from a few addresses, and a
  * probe refused would take the host out of rotation) but readiness asks the database at most once a second.

@@ -16,7 +16,7 @@ const configuredOrigins = Effect.map(
 const allowOriginOf = (allowed: AllowedOrigins, origin: string) => allowed._tag === "Any" ? "*" : origin
 
 /**
- * Route middleware of every route under `/v1`, outermost (README "Calling the API from a browser (CORS)").
+ * Route middleware of every route under `/v1`, outermost (docs/security.md, "Calling the API from a browser (CORS)").
  * A preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`) is answered here, before quota
  * admission and authentication, which a browser's preflight cannot pass (it carries no key): 204, with the
  * route's methods and request headers when its origin is allowed, and with no CORS header otherwise, so the

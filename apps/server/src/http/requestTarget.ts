@@ -6,7 +6,7 @@ import { errorResponse } from "./errors.ts"
 /**
  * A host and an optional port, as `Host` may name them (RFC 9110 §7.2): a DNS name or IPv4 address, or an
  * IPv6 address in brackets. Nothing else reaches a `Link` header, where `>`, `;`, `,` or a space would
- * let a client write links of its own (README "Security").
+ * let a client write links of its own (docs/security.md, "Host and links").
  */
 const HOST = /^(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9._-]{1,253})(?::([0-9]{1,5}))?$/
 
