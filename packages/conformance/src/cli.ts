@@ -138,7 +138,8 @@ const HOW_TO_GIVE_ADMIN_TOKEN =
 
 /**
  * `--admin-url` with the admin token from CONFORMANCE_ADMIN_TOKEN or `--admin-token-file` (never the command line,
- * which a process list shows); one without the other is bad usage.
+ * which a process list shows). `--admin-url` without a token, or a token file without it, is bad usage; the variable
+ * alone is ignored, since a CI job may set it for other steps.
  */
 const adminAccess = (adminUrl: Option.Option<string>, tokenFile: Option.Option<string>) =>
   Effect.gen(function*() {
