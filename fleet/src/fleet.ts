@@ -2,9 +2,11 @@
  * A fleet on this machine: server hosts, each in a network namespace of its
  * own, behind HAProxy (running `fleet/haproxy.cfg`, docs/fleet.md's reference
  * configuration), on a PostgreSQL cluster that the fleet starts in a namespace
- * of its own. One host may run with its clock behind the others (libfaketime).
- * Needs root (namespaces, veths), iproute2, HAProxy, PostgreSQL's binaries and
- * libfaketime; every piece is removed by `destroy`, and at the latest when the
+ * of its own, and, if asked, with quotas on a Redis Cluster (3 primaries, 3
+ * replicas) in another. One host may run with its clock behind the others
+ * (libfaketime). Needs root (namespaces, veths), iproute2, HAProxy,
+ * PostgreSQL's binaries and libfaketime (and redis-server for the Redis
+ * Cluster); every piece is removed by `destroy`, and at the latest when the
  * process exits.
  */
 import {
@@ -17,14 +19,18 @@ import {
   type Haproxy,
   type HaproxyServerStat,
   type PostgresCluster,
+  redisBinaries,
   startHaproxy,
   startPostgresCluster,
-  type TestNetwork
+  startRedis,
+  type TestNetwork,
+  type TestRedis
 } from "@petstore/test-support"
 import { type KeyUsage, makeAdminClient, type Plan, type QuotaLimits } from "@petstore/contract"
 import { Effect } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { type ChildProcess, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -67,6 +73,10 @@ export const missingPrerequisite = (): string | undefined => {
   return undefined
 }
 
+/** What a fleet with quotas on a Redis Cluster needs besides. */
+export const missingRedis = (): string | undefined =>
+  redisBinaries() === undefined ? "no redis-server/redis-cli (Debian: redis-server)" : undefined
+
 export interface HostExit {
   readonly code: number | null
   readonly signal: NodeJS.Signals | null
@@ -97,6 +107,8 @@ export interface FleetOptions {
   readonly drainSeconds?: number
   /** Extra environment of every host. */
   readonly hostEnv?: Record<string, string>
+  /** Quotas on a Redis Cluster of the fleet's own (QUOTA_STORE=redis, REDIS_TYPE=cluster), not on PostgreSQL. */
+  readonly redisCluster?: boolean
 }
 
 export interface Fleet {
@@ -105,6 +117,8 @@ export interface Fleet {
   readonly hosts: Readonly<Record<HostName, FleetHost>>
   readonly haproxy: Haproxy
   readonly postgres: PostgresCluster
+  /** The quota store's Redis Cluster, with `redisCluster`. */
+  readonly redis: TestRedis | undefined
   /** A client of the fleet's database, for checking what was stored. */
   readonly sql: postgres.Sql
   readonly network: TestNetwork
@@ -212,8 +226,19 @@ export const startFleet = async (options: FleetOptions = {}): Promise<Fleet> => 
     for (const step of cleanup.splice(0).reverse()) await step().catch(() => undefined)
   }
   try {
-    const network = await createTestNetwork(["db", ...HOST_NAMES])
+    const network = await createTestNetwork(["db", ...HOST_NAMES, ...(options.redisCluster ? ["redis"] : [])])
     cleanup.push(() => network.destroy())
+    // Its nodes listen on the namespace's address and announce it: the hosts follow MOVED and failovers there.
+    const redis = options.redisCluster
+      ? await startRedis({
+        cluster: true,
+        // As a Redis reached over a network is run: with a password, which the hosts' REDIS_URL carries.
+        password: randomBytes(12).toString("hex"),
+        address: network.members.redis!.address,
+        namespace: network.members.redis!.namespace
+      })
+      : undefined
+    if (redis !== undefined) cleanup.push(() => redis.stop())
     const db = network.members.db!
     const cluster = await startPostgresCluster({ address: db.address, allow: network.subnet, namespace: db.namespace })
     cleanup.push(() => cluster.destroy())
@@ -239,6 +264,14 @@ export const startFleet = async (options: FleetOptions = {}): Promise<Fleet> => 
         TRUST_PROXY: "1",
         LOG_LEVEL: "Warn",
         SHUTDOWN_DRAIN_SECONDS: String(options.drainSeconds ?? 3),
+        ...(redis === undefined ? {} : {
+          QUOTA_STORE: "redis",
+          REDIS_TYPE: "cluster",
+          REDIS_URL: redis.url,
+          // 300 requests at once on a busy machine queue in the hosts themselves: the fleet asks for exactness,
+          // not speed (a late answer is a 503 under the default 250 ms; PostgreSQL's statements wait 5 s).
+          QUOTA_STORE_TIMEOUT: "10000"
+        }),
         ...options.hostEnv,
         ...(skewed
           ? {
@@ -306,6 +339,7 @@ export const startFleet = async (options: FleetOptions = {}): Promise<Fleet> => 
       hosts,
       haproxy,
       postgres: cluster,
+      redis,
       sql,
       network,
       createKey: (plan, limits) => createKey(runningHost().admin, plan, limits),

@@ -2,9 +2,11 @@
  * The fleet: three server hosts (network namespaces, the built server),
  * HAProxy running the reference configuration of docs/fleet.md (fleet/haproxy.cfg),
  * one PostgreSQL cluster of the test's own; host3's clock runs 1.8 s behind
- * (libfaketime). Run as root with `pnpm test:fleet`.
+ * (libfaketime). Run as root with `pnpm test:fleet`. Then a second fleet with
+ * its quotas on a Redis Cluster of its own runs the quota's exactness and a
+ * rolling restart again: the cases where the quota store is what is tested.
  *
- * The tests run in order on one fleet, each leaving every host up and ready.
+ * The tests of a fleet run in order on it, each leaving every host up and ready.
  * Quotas are checked away from window boundaries (`awayFromBoundaries`), since
  * a burst that straddles a minute legitimately gets two windows' worth.
  */
@@ -21,6 +23,7 @@ import {
   haproxyConfigFile,
   healthCheckSchedule,
   missingPrerequisite,
+  missingRedis,
   startFleet
 } from "../src/fleet.ts"
 import {
@@ -157,6 +160,73 @@ const rollingRestart = async (
 const hostOutputs = (fleet: Fleet) =>
   HOST_NAMES.map((name) => `--- ${name}:\n${fleet.hosts[name].output().slice(-2_000)}`).join("\n")
 
+/**
+ * 300 concurrent requests of a new free key through the balancer, spread over the three hosts (the skewed one
+ * too): exactly 60 admitted, 240 refused, and the admin API reports 60. Returns the key's id.
+ */
+const exactlyTheFreeLimit = async (fleet: Fleet, store: string) => {
+  const { id, key } = await fleet.createKey("free")
+  await awayFromBoundaries()
+  const before = await sessionsByHost(fleet)
+  const outcomes = await concurrently(300, `${fleet.origin}/v1/pets?limit=1`, {
+    headers: auth(key),
+    timeoutMs: REQUEST_BOUND_MS
+  })
+  const after = await sessionsByHost(fleet)
+  const spread = Object.fromEntries(HOST_NAMES.map((name) => [name, after[name] - before[name]]))
+  console.info(
+    `fleet (quotas on ${store}): 300 concurrent requests of a free key, by host: ${JSON.stringify(spread)}; answers ${
+      JSON.stringify(tally(outcomes))
+    }`
+  )
+  expect(tally(outcomes)).toEqual({ "200": 60, "429": 240 })
+  expectRefusals(outcomes)
+  for (const name of HOST_NAMES) expect(spread[name], `requests the balancer sent ${name}`).toBeGreaterThan(0)
+  const usage = await fleet.usage(id)
+  expect({ minute: usage.minute.used, day: usage.day.used }).toEqual({ minute: 60, day: 60 })
+  return id
+}
+
+/**
+ * A rolling restart under steady load (an enterprise key's lists and creates): no request fails, every
+ * acknowledged write is stored, the load flowed while each host was away, and each host drained.
+ */
+const restartWithoutFailures = async (fleet: Fleet, label: string) => {
+  const key = await enterpriseKey(fleet)
+  const load = steadyLoad({
+    origin: fleet.origin,
+    key,
+    workers: 6,
+    pauseMs: 20,
+    maxRequests: 60_000,
+    maxMs: 120_000,
+    label
+  })
+  const during: Record<string, number> = {}
+  const statusAtClose: Record<string, string> = {}
+  try {
+    expect(await waitUntil(() => load.answered() >= 30, REQUEST_BOUND_MS)).toBe(true)
+    await rollingRestart(fleet, load, during, statusAtClose)
+  } finally {
+    const report = await load.stop()
+    console.info(
+      `fleet: ${label}: ${report.requests} requests in ${report.durationMs} ms, ${JSON.stringify(report.byStatus)}; ` +
+        `answered while each host restarted: ${
+          JSON.stringify(during)
+        }; balancer's status of each as it stopped listening: ` +
+        JSON.stringify(statusAtClose)
+    )
+    expect(report.failures, hostOutputs(fleet)).toEqual([])
+    expect(await missingWrites(fleet, report.created)).toEqual([])
+    expect(report.created.length).toBeGreaterThan(0)
+  }
+  // The load flowed throughout: requests were answered while each host was away.
+  for (const name of HOST_NAMES) expect(during[name], name).toBeGreaterThan(0)
+  // Each host drained: out of rotation before its listener closed.
+  expect(statusAtClose).toEqual({ host1: "DOWN", host2: "DOWN", host3: "DOWN" })
+  await everyHostUp(fleet)
+}
+
 const missing = missingPrerequisite()
 
 describe(
@@ -190,25 +260,7 @@ describe(
     it(
       "300 concurrent requests of one free key through the balancer, spread over the three hosts: exactly 60 admitted, 240 refused",
       async () => {
-        const { id, key } = await fleet.createKey("free")
-        await awayFromBoundaries()
-        const before = await sessionsByHost(fleet)
-        const outcomes = await concurrently(300, `${fleet.origin}/v1/pets?limit=1`, {
-          headers: auth(key),
-          timeoutMs: REQUEST_BOUND_MS
-        })
-        const after = await sessionsByHost(fleet)
-        const spread = Object.fromEntries(HOST_NAMES.map((name) => [name, after[name] - before[name]]))
-        console.info(
-          `fleet: 300 concurrent requests of a free key, by host: ${JSON.stringify(spread)}; answers ${
-            JSON.stringify(tally(outcomes))
-          }`
-        )
-        expect(tally(outcomes)).toEqual({ "200": 60, "429": 240 })
-        expectRefusals(outcomes)
-        for (const name of HOST_NAMES) expect(spread[name], `requests the balancer sent ${name}`).toBeGreaterThan(0)
-        const usage = await fleet.usage(id)
-        expect({ minute: usage.minute.used, day: usage.day.used }).toEqual({ minute: 60, day: 60 })
+        await exactlyTheFreeLimit(fleet, "PostgreSQL")
       },
       60_000
     )
@@ -259,41 +311,7 @@ describe(
     it(
       "a rolling restart under steady load (SIGTERM, start again, one host after another): no request fails, every acknowledged write is stored",
       async () => {
-        const key = await enterpriseKey(fleet)
-        const load = steadyLoad({
-          origin: fleet.origin,
-          key,
-          workers: 6,
-          pauseMs: 20,
-          maxRequests: 60_000,
-          maxMs: 120_000,
-          label: "rolling"
-        })
-        const during: Record<string, number> = {}
-        const statusAtClose: Record<string, string> = {}
-        try {
-          expect(await waitUntil(() => load.answered() >= 30, REQUEST_BOUND_MS)).toBe(true)
-          await rollingRestart(fleet, load, during, statusAtClose)
-        } finally {
-          const report = await load.stop()
-          console.info(
-            `fleet: rolling restart: ${report.requests} requests in ${report.durationMs} ms, ${
-              JSON.stringify(report.byStatus)
-            }; ` +
-              `answered while each host restarted: ${
-                JSON.stringify(during)
-              }; balancer's status of each as it stopped listening: ` +
-              JSON.stringify(statusAtClose)
-          )
-          expect(report.failures, hostOutputs(fleet)).toEqual([])
-          expect(await missingWrites(fleet, report.created)).toEqual([])
-          expect(report.created.length).toBeGreaterThan(0)
-        }
-        // The load flowed throughout: requests were answered while each host was away.
-        for (const name of HOST_NAMES) expect(during[name], name).toBeGreaterThan(0)
-        // Each host drained: out of rotation before its listener closed.
-        expect(statusAtClose).toEqual({ host1: "DOWN", host2: "DOWN", host3: "DOWN" })
-        await everyHostUp(fleet)
+        await restartWithoutFailures(fleet, "rolling")
       },
       150_000
     )
@@ -601,6 +619,65 @@ describe(
         } finally {
           await load.stop()
         }
+      },
+      150_000
+    )
+  }
+)
+
+describe(
+  "a fleet of three hosts behind HAProxy with its quotas on a Redis Cluster (3 primaries, 3 replicas)",
+  missing === undefined && missingRedis() === undefined ? {} : missingTool(missing ?? missingRedis()!),
+  () => {
+    let fleet: Fleet
+    beforeAll(async () => {
+      fleet = await startFleet({ skew: SKEW, drainSeconds: DRAIN_SECONDS, redisCluster: true })
+    }, 180_000)
+    afterAll(async () => {
+      await fleet?.destroy()
+    }, 60_000)
+
+    /** A key's counts as the Cluster holds them (`redis-cli -c` follows the slot to its primary). */
+    const countsInRedis = async (keyId: string) => {
+      const reply = await fleet.redis!.nodes[0]!.cli("-c", "hmget", `quota:{key:${keyId}}`, "mc", "dc")
+      const [minute, day] = reply.trim().split("\n").map(Number)
+      return { minute, day }
+    }
+    const rowsInPostgres = async (keyId: string) =>
+      (await fleet.sql<Array<{ rows: number }>>`
+      SELECT count(*)::int AS rows FROM quota_usage WHERE subject = ${`key:${keyId}`}`)[0]!.rows
+
+    it(
+      "300 concurrent requests of one free key over the three hosts (one 1.8 s behind): exactly 60 admitted, counted in the Cluster, none in PostgreSQL",
+      async () => {
+        const id = await exactlyTheFreeLimit(fleet, "a Redis Cluster")
+        expect(await countsInRedis(id)).toEqual({ minute: 60, day: 60 })
+        expect(await rowsInPostgres(id)).toBe(0)
+      },
+      60_000
+    )
+
+    it(
+      "a rolling restart under steady load: no request fails, every acknowledged write is stored, and a key's spent quota outlives every host",
+      async () => {
+        // A day's quota spent before the restart stays spent after it: the count is the Cluster's, not a host's.
+        const spent = await fleet.createKey("enterprise", { perMinute: 1_000_000, perDay: 30 })
+        const before = await burst(
+          40,
+          40,
+          () => send(`${fleet.origin}/v1/pets?limit=1`, { headers: auth(spent.key), timeoutMs: REQUEST_BOUND_MS })
+        )
+        expect(tally(before)).toEqual({ "200": 30, "429": 10 })
+
+        await restartWithoutFailures(fleet, "rolling on Redis")
+
+        const after = await concurrently(30, `${fleet.origin}/v1/pets?limit=1`, {
+          headers: auth(spent.key),
+          timeoutMs: REQUEST_BOUND_MS
+        })
+        expect(tally(after)).toEqual({ "429": 30 })
+        expect((await fleet.usage(spent.id)).day.used).toBe(30)
+        expect(await countsInRedis(spent.id)).toMatchObject({ day: 30 })
       },
       150_000
     )

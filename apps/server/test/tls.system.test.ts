@@ -10,12 +10,12 @@
  * - `sslmode=require` against a PostgreSQL without TLS stops: TLS refused.
  */
 import { execFileSync, spawnSync } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import {
   freePort,
+  makeTestCertificates,
   postgresAdminUrl,
   type PostgresCluster,
   postgresBinDir,
@@ -25,50 +25,8 @@ import {
 } from "@petstore/test-support"
 import { needsPostgres } from "./support/databases.ts"
 
-const dir = mkdtempSync(join(tmpdir(), "petstore-tls-"))
-const file = (name: string) => join(dir, name)
-const openssl = (...args: Array<string>) => execFileSync("openssl", args, { cwd: dir, stdio: "pipe" })
-
-/** A CA (`<name>.pem`, `<name>.key`). */
-const makeCa = (name: string) =>
-  openssl(
-    "req",
-    "-x509",
-    "-newkey",
-    "rsa:2048",
-    "-nodes",
-    "-keyout",
-    `${name}.key`,
-    "-out",
-    `${name}.pem`,
-    "-days",
-    "2",
-    "-subj",
-    `/CN=${name}`
-  )
-
-/** A certificate signed by `ca`, for `subject`, with `san` (or none). */
-const makeCert = (name: string, ca: string, subject: string, san?: string) => {
-  openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject)
-  writeFileSync(file(`${name}.ext`), san === undefined ? "basicConstraints=CA:FALSE\n" : `subjectAltName=${san}\n`)
-  openssl(
-    "x509",
-    "-req",
-    "-in",
-    `${name}.csr`,
-    "-CA",
-    `${ca}.pem`,
-    "-CAkey",
-    `${ca}.key`,
-    "-CAcreateserial",
-    "-out",
-    `${name}.pem`,
-    "-days",
-    "2",
-    "-extfile",
-    `${name}.ext`
-  )
-}
+const certificates = makeTestCertificates()
+const { file, makeCa, makeCert } = certificates
 
 let cluster: PostgresCluster | undefined
 let port = 0
@@ -139,7 +97,7 @@ describe.runIf(postgresBinDir() !== undefined || process.env.CI === "true")(
     }, 120_000)
     afterAll(async () => {
       await cluster?.destroy()
-      rmSync(dir, { recursive: true, force: true })
+      certificates.remove()
     })
 
     it("verify-full with the CA that signed the server's certificate: serves", async () => {

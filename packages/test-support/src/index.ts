@@ -1,3 +1,4 @@
+export * from "./certificates.ts"
 export * from "./databases.ts"
 export * from "./haproxy.ts"
 export * from "./http.ts"

@@ -32,7 +32,8 @@ export interface ConnectionSettings {
 
 const SUPPORTED = ["sslmode", "sslrootcert", "sslcert", "sslkey", "target_session_attrs", "application_name"]
 
-const readPem = (variable: string, parameter: string, path: string) => {
+/** A PEM file a URL's parameter names; a file that cannot be read stops the start-up, naming both. */
+export const readPem = (variable: string, parameter: string, path: string) => {
   try {
     return readFileSync(path, "utf8")
   } catch (cause) {

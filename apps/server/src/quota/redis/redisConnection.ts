@@ -1,5 +1,7 @@
 import { Effect } from "effect"
 import { createClient, createCluster, ErrorReply } from "redis"
+import { describeTlsFailure } from "../../db/connections.ts"
+import { readPem } from "../../db/connectionSettings.ts"
 import { StartupError } from "../../startupError.ts"
 
 /** The few commands the quota store sends, the same on one server and on a Cluster. */
@@ -30,9 +32,86 @@ const UNAVAILABLE_REPLIES = /^(CLUSTERDOWN|TRYAGAIN|LOADING|READONLY|MASTERDOWN|
 export const isRedisUnavailable = (cause: unknown): boolean =>
   !(cause instanceof ErrorReply) || UNAVAILABLE_REPLIES.test(cause.message)
 
-/** Where the URLs point, without credentials: `host:port` each. */
+/** Where the URLs point, without credentials or parameters: `host:port` each. */
 export const redisTarget = (urls: ReadonlyArray<string>) =>
   urls.map((url) => url.replace(/^[a-z]+:\/\/(?:[^@/]*@)?/i, "").replace(/[/?].*$/, "")).join(",")
+
+/** A `rediss://` URL's parameters, named as DATABASE_URL's (libpq's), so one set of names serves both. */
+const TLS_PARAMETERS = ["sslrootcert", "sslcert", "sslkey"]
+
+/** What REDIS_URL asks for: the URLs as the client takes them (no parameters), and TLS or not. */
+export interface RedisEndpoints {
+  readonly urls: ReadonlyArray<string>
+  /**
+   * Undefined for `redis://`. For `rediss://`: the CAs to trust (`sslrootcert`; without it, or `system`, the
+   * system's), and a client certificate (`sslcert`, `sslkey`) for a Redis that asks for one (`tls-auth-clients`).
+   * The chain and the host name are always verified, as DATABASE_URL's `sslmode=verify-full` does.
+   */
+  readonly tls: { readonly ca?: string; readonly cert?: string; readonly key?: string } | undefined
+}
+
+/**
+ * Reads REDIS_URL's parameters and the files they name; throws a `StartupError` naming the variable and what
+ * is wrong. A Cluster's seed nodes share one scheme and one set of parameters: the Cluster names its other
+ * nodes itself, and each is reached as the seeds are.
+ */
+export const redisEndpoints = (urls: ReadonlyArray<string>): RedisEndpoints => {
+  const fail = (message: string): never => {
+    throw new StartupError({ message: `REDIS_URL: ${message}` })
+  }
+  const split = urls.map((url) => {
+    const queryAt = url.indexOf("?")
+    return {
+      url: queryAt === -1 ? url : url.slice(0, queryAt),
+      query: queryAt === -1 ? "" : url.slice(queryAt + 1),
+      secure: /^rediss:/i.test(url)
+    }
+  })
+  const first = split[0]
+  if (first === undefined) return fail("no URL")
+  if (split.some((each) => each.secure !== first.secure || each.query !== first.query)) {
+    fail("the seed nodes differ in scheme or parameters: give each the same (redis:// or rediss://, and the same ?…)")
+  }
+  const params = new URLSearchParams(first.query)
+  for (const name of params.keys()) {
+    if (!TLS_PARAMETERS.includes(name)) {
+      fail(`the parameter ${name} is not supported (supported: ${TLS_PARAMETERS.join(", ")})`)
+    }
+    if (!first.secure) fail(`${name} needs TLS: a rediss:// URL`)
+  }
+  const file = (parameter: string) => {
+    const path = params.get(parameter)
+    return path === null || (parameter === "sslrootcert" && path === "system")
+      ? undefined
+      : readPem("REDIS_URL", parameter, path)
+  }
+  const [ca, cert, key] = [file("sslrootcert"), file("sslcert"), file("sslkey")]
+  if ((cert === undefined) !== (key === undefined)) fail("sslcert and sslkey go together: set both or neither")
+  return {
+    urls: split.map((each) => each.url),
+    tls: first.secure
+      ? { ...(ca === undefined ? {} : { ca }), ...(cert === undefined ? {} : { cert, key: key! }) }
+      : undefined
+  }
+}
+
+/** Redis's TLS alerts about this client's certificate (Redis asks for one by default: `tls-auth-clients yes`). */
+const CLIENT_CERTIFICATE_ALERT =
+  /^ERR_SSL_(?:TLSV1\d*|SSLV3)_ALERT_(?:CERTIFICATE_REQUIRED|UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN)$/
+
+/** Why the first connection failed, on one line for the start-up's (OpenSSL's messages span lines). */
+const describeConnectFailure = (cause: unknown) => {
+  const code = (cause as NodeJS.ErrnoException | undefined)?.code
+  const why = typeof code === "string" && CLIENT_CERTIFICATE_ALERT.test(code)
+    ? `TLS: Redis refused this client's certificate, or wants one (sslcert, sslkey) (${code})`
+    : describeTlsFailure(cause) ??
+      `cannot reach Redis: ${
+        code === "ECONNREFUSED"
+          ? "connection refused: is Redis running there?"
+          : String((cause as Error).message ?? cause)
+      }`
+  return why.replace(/\s*\n\s*/g, " ").trim()
+}
 
 const CONNECT_TIMEOUT_MILLIS = 5_000
 
@@ -43,29 +122,39 @@ const CONNECT_TIMEOUT_MILLIS = 5_000
  */
 export const connectRedis = (target: RedisTarget) =>
   Effect.acquireRelease(
-    Effect.tryPromise({
-      try: () => open(target),
-      catch: (cause) =>
-        new StartupError({
-          message: `REDIS_URL (${redisTarget(target.urls)}): cannot reach Redis: ${
-            (cause as NodeJS.ErrnoException).code === "ECONNREFUSED"
-              ? "connection refused: is Redis running there?"
-              : String((cause as Error).message ?? cause).replace(/\s*\n\s*/g, " ")
-          }`
+    Effect.try({ try: () => redisEndpoints(target.urls), catch: (cause) => cause as StartupError }).pipe(
+      Effect.flatMap((endpoints) =>
+        Effect.tryPromise({
+          try: () => open(target.type, endpoints),
+          catch: (cause) =>
+            new StartupError({
+              message: `REDIS_URL (${redisTarget(target.urls)}): ${describeConnectFailure(cause)}`
+            })
         })
-    }),
+      )
+    ),
     (connection) => Effect.promise(() => connection.close().catch(() => undefined))
   )
 
-const open = async (target: RedisTarget): Promise<RedisConnection & { readonly close: () => Promise<void> }> => {
+const open = async (
+  type: RedisTarget["type"],
+  endpoints: RedisEndpoints
+): Promise<RedisConnection & { readonly close: () => Promise<void> }> => {
   let connected = false
-  const socket = {
+  // Host names are checked as Node does (the URL's host against the certificate's names): never skipped.
+  const socket = () => ({
     connectTimeout: CONNECT_TIMEOUT_MILLIS,
     // Before the first connection a failure is final: the start-up reports it instead of retrying forever.
-    reconnectStrategy: (retries: number, cause: Error) => connected ? Math.min(50 * 2 ** retries, 1_000) : cause
-  }
+    reconnectStrategy: (retries: number, cause: Error) => connected ? Math.min(50 * 2 ** retries, 1_000) : cause,
+    ...(endpoints.tls === undefined ? {} : { tls: true as const, ...endpoints.tls })
+  })
   // Errors are answered per command; the client also emits each one, and an unheard emitter would crash the process.
-  const ignore = () => {}
+  // The last one before the first connection is why it failed: the client's own error only says that it gave up
+  // (a Cluster's, that no seed answered), without the socket's error code that names a TLS failure.
+  let lastError: unknown
+  const remember = (error: unknown) => {
+    if (!connected) lastError = error
+  }
   const evaluate = async (
     send: (args: Array<string>) => Promise<unknown>,
     script: { readonly text: string; readonly sha1: string },
@@ -79,10 +168,14 @@ const open = async (target: RedisTarget): Promise<RedisConnection & { readonly c
       return await send(["EVAL", script.text, "1", key, ...args])
     }
   }
-  if (target.type === "single") {
-    const client = createClient({ url: target.urls[0]!, disableOfflineQueue: true, socket })
-    client.on("error", ignore)
-    await client.connect()
+  if (type === "single") {
+    const client = createClient({ url: endpoints.urls[0]!, disableOfflineQueue: true, socket: socket() })
+    client.on("error", remember)
+    try {
+      await client.connect()
+    } catch (error) {
+      throw lastError ?? error
+    }
     connected = true
     return {
       runScript: (script, key, args) => evaluate((command) => client.sendCommand(command), script, key, args),
@@ -90,21 +183,26 @@ const open = async (target: RedisTarget): Promise<RedisConnection & { readonly c
       close: () => client.close()
     }
   }
-  const seed = new URL(target.urls[0]!)
+  const seed = new URL(endpoints.urls[0]!)
   const cluster = createCluster({
-    rootNodes: target.urls.map((url) => ({ url, socket })),
+    // A socket object each: the client writes each URL's host and port into the one it is given.
+    rootNodes: endpoints.urls.map((url) => ({ url, socket: socket() })),
     // Credentials and TLS apply to every node the Cluster names, not only to the seeds.
     defaults: {
       ...(seed.username === "" ? {} : { username: decodeURIComponent(seed.username) }),
       ...(seed.password === "" ? {} : { password: decodeURIComponent(seed.password) }),
       disableOfflineQueue: true,
-      socket: { ...socket, ...(seed.protocol === "rediss:" ? { tls: true as const } : {}) }
+      socket: socket()
     },
     // A primary that stopped answering is looked up again after 1 s of trying it: its replica may have taken over.
     topologyRefreshOnReconnectionAttemptStrategy: 1_000
   })
-  cluster.on("error", ignore)
-  await cluster.connect()
+  cluster.on("error", remember)
+  try {
+    await cluster.connect()
+  } catch (error) {
+    throw lastError ?? error
+  }
   connected = true
   return {
     runScript: (script, key, args) =>
