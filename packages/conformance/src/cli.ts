@@ -133,6 +133,38 @@ const keysFromEnvironment = Effect.gen(function*() {
   Effect.catchTag("ConfigError", (error) => usage(`cannot read the CONFORMANCE_KEY_* variables: ${error.message}`))
 )
 
+const HOW_TO_GIVE_ADMIN_TOKEN =
+  "set CONFORMANCE_ADMIN_TOKEN, or put the token in a file and pass --admin-token-file FILE"
+
+/**
+ * `--admin-url` with the admin token from CONFORMANCE_ADMIN_TOKEN or `--admin-token-file` (never the command line,
+ * which a process list shows). `--admin-url` without a token, or a token file without it, is bad usage; the variable
+ * alone is ignored, since a CI job may set it for other steps.
+ */
+const adminAccess = (adminUrl: Option.Option<string>, tokenFile: Option.Option<string>) =>
+  Effect.gen(function*() {
+    const fromFile = Option.isNone(tokenFile) ? undefined : yield* FileSystem.FileSystem.pipe(
+      Effect.flatMap((fs) => fs.readFileString(tokenFile.value)),
+      Effect.map((contents) => contents.trim()),
+      Effect.catch((error) => usage(`cannot read the admin token file ${tokenFile.value}: ${error.message}`))
+    )
+    if (fromFile === "") return yield* usage(`the admin token file ${Option.getOrThrow(tokenFile)} is empty`)
+    const fromEnvironment = Option.getOrUndefined(
+      yield* Config.option(Config.String("CONFORMANCE_ADMIN_TOKEN")).pipe(
+        Effect.catchTag("ConfigError", () => Effect.succeed(Option.none()))
+      )
+    )?.trim()
+    const token = fromFile ?? (fromEnvironment === "" ? undefined : fromEnvironment)
+    if (Option.isNone(adminUrl)) {
+      if (fromFile !== undefined) {
+        return yield* usage("--admin-token-file needs --admin-url, the admin listener's address")
+      }
+      return undefined
+    }
+    if (token === undefined) return yield* usage(`--admin-url needs the admin token: ${HOW_TO_GIVE_ADMIN_TOKEN}`)
+    return { url: adminUrl.value, token }
+  })
+
 /** On a terminal the line is rewritten in place; in a CI log, every wait, and otherwise a line per phase every few seconds. */
 const makeProgress = () => {
   if (process.stderr.isTTY) {
@@ -234,6 +266,20 @@ const conformance = Command.make(
         "An origin the deployment allows for CORS (CORS_ALLOWED_ORIGINS), e.g. https://app.example.com: checks CORS from it"
       )
     ),
+    adminUrl: Flag.String("admin-url").pipe(
+      Flag.withFallbackConfig(Config.String("CONFORMANCE_ADMIN_URL")),
+      Flag.optional,
+      Flag.withDescription(
+        "The admin listener's address, e.g. http://127.0.0.1:8081 (or CONFORMANCE_ADMIN_URL), with the admin token in " +
+          "CONFORMANCE_ADMIN_TOKEN or --admin-token-file: checks key expiry and rolling with keys the run makes and revokes"
+      )
+    ),
+    adminTokenFile: Flag.String("admin-token-file").pipe(
+      Flag.optional,
+      Flag.withDescription(
+        "A file holding the admin token, for --admin-url (or set CONFORMANCE_ADMIN_TOKEN); never give the token itself on the command line"
+      )
+    ),
     webhookPublicUrl: Flag.String("webhook-public-url").pipe(
       Flag.optional,
       Flag.withDescription(
@@ -295,6 +341,7 @@ const conformance = Command.make(
       )
     }
     const webhooks = input.webhooks || listen !== undefined || publicUrl !== undefined
+    const admin = yield* adminAccess(input.adminUrl, input.adminTokenFile)
 
     if (input.fuzz < 0) return yield* usage(`--fuzz takes a number of requests, 0 or more, not ${input.fuzz}`)
     const durations: Record<"maxDuration" | "checkTimeout" | "requestTimeout", number | undefined> = {
@@ -335,6 +382,7 @@ const conformance = Command.make(
       ...Option.match(input.openapi, { onNone: () => ({}), onSome: (openapi) => ({ openapi }) }),
       ...(webhooks ? { webhooks: { listen, publicUrl } } : {}),
       ...Option.match(input.corsOrigin, { onNone: () => ({}), onSome: (corsOrigin) => ({ corsOrigin }) }),
+      ...(admin === undefined ? {} : { admin }),
       onResult: printResult,
       onProgress: progress.show,
       ...(durations.maxDuration === undefined ? {} : { maxDurationSeconds: durations.maxDuration }),

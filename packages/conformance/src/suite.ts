@@ -16,6 +16,8 @@ import { generalPhase } from "./general.ts"
 import { specChecks } from "./specChecks.ts"
 import { valueChecks } from "./valueChecks.ts"
 import { corsPhase } from "./cors.ts"
+import { type AdminAccess, makeAdmin, normalizeAdminUrl, probeAdmin } from "./admin.ts"
+import { keyLifePhase } from "./keyLife.ts"
 import { eventsPhase } from "./events.ts"
 import { type WebhookOptions, webhooksPhase } from "./webhooks.ts"
 import { anonymous, Http, makeHttp, probe, withKey } from "./http.ts"
@@ -64,6 +66,12 @@ export interface SuiteOptions {
   readonly corsOrigin?: string | undefined
   /** Check webhook deliveries with a receiver of the run (`--webhooks`); without it the webhooks checks are skipped. */
   readonly webhooks?: WebhookOptions
+  /**
+   * The deployment's admin API (`--admin-url`, the token from CONFORMANCE_ADMIN_TOKEN or `--admin-token-file`), for
+   * the keys.* checks, which make keys of their own and revoke them; without it they are skipped. Nothing the suite
+   * reports shows the token.
+   */
+  readonly admin?: AdminAccess | undefined
   /** How long one request may wait for its whole answer. Default 30 s. */
   readonly requestTimeoutSeconds?: number
   /** How long one check may take (a daily quota's pacing comes on top). Default 300 s. */
@@ -177,7 +185,8 @@ const phasesOf = (
   run: RunContext,
   checks: { readonly fuzz: ReadonlyArray<Check>; readonly invariants: ReadonlyArray<Check> },
   document: Parameters<typeof webhooksPhase>[2] = {},
-  webhooks?: WebhookOptions
+  webhooks?: WebhookOptions,
+  admin?: ReturnType<typeof makeAdmin>
 ) =>
   Effect.gen(function*() {
     const general = yield* generalPhase(run)
@@ -195,8 +204,10 @@ const phasesOf = (
     const receiving = yield* webhooksPhase(run, webhooks, document)
     phases.push(receiving.phase)
     phases.push(yield* corsPhase(run))
+    const keyLife = keyLifePhase(run, admin)
+    phases.push(keyLife.phase)
     phases.push({ name: "invariants", after: phases.map((phase) => phase.name), checks: checks.invariants })
-    return { phases, release: receiving.release }
+    return { phases, release: Effect.andThen(receiving.release, keyLife.release) }
   })
 
 /** Every check of the suite (a plan's checks once per plan), as `--only` and `--grep` choose from them; nothing is sent. */
@@ -245,6 +256,20 @@ export const suite = (options: SuiteOptions) =>
     const runId = randomBytes(4).toString("hex")
     const startedAt = new Date()
     const selected = isSelected({ only: options.only, grep: options.grep })
+    const adminUrl = options.admin === undefined ? undefined : normalizeAdminUrl(options.admin.url)
+    if (options.admin !== undefined && adminUrl === undefined) {
+      return yield* new InvalidOptions({
+        message: `--admin-url must be an http(s) URL such as http://127.0.0.1:8081, not "${options.admin.url}"`
+      })
+    }
+    if (options.admin !== undefined && options.admin.token.trim() === "") {
+      return yield* new InvalidOptions({ message: "the admin token given is empty" })
+    }
+    const adminSettings = options.admin === undefined || adminUrl === undefined ? undefined : {
+      url: adminUrl,
+      token: options.admin.token.trim(),
+      requestTimeoutSeconds: options.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS
+    }
 
     const keysOf = (plan: Plan) =>
       (options.keys?.[plan] ?? []).map((secret, index): ApiKey => ({ plan, secret, label: `${plan} key ${index + 1}` }))
@@ -283,7 +308,10 @@ export const suite = (options: SuiteOptions) =>
       hidden.push(secret)
       scrubKeys = scrubber([...allKeys.map((key) => key.secret), ...hidden])
     }
-    const scrub = (text: string) => scrubKeys(text)
+    // The admin token is not shown at all, not even its last four characters.
+    const adminToken = adminSettings?.token
+    const scrub = (text: string) =>
+      adminToken === undefined ? scrubKeys(text) : scrubKeys(text.replaceAll(adminToken, "<admin token>"))
     const scrubResult = (result: CheckResult): CheckResult => ({
       ...result,
       ...(result.reason === undefined ? {} : { reason: scrub(result.reason) }),
@@ -413,6 +441,12 @@ export const suite = (options: SuiteOptions) =>
       }
       const refused = tried.flatMap((outcome) => "refused" in outcome ? [outcome.refused] : [])
       if (refused.length > 0) return yield* new InvalidKeys({ refused })
+      // Likewise a wrong admin address or token.
+      if (adminSettings !== undefined) {
+        yield* probeAdmin(adminSettings).pipe(
+          Effect.mapError((error) => new InvalidOptions({ message: scrub(error.message) }))
+        )
+      }
 
       const seed = options.seed ?? randomBytes(4).readUInt32BE() >>> 1
       const fuzz = yield* fuzzChecks(context, { requests: options.fuzz ?? DEFAULT_FUZZ_REQUESTS, seed })
@@ -421,7 +455,8 @@ export const suite = (options: SuiteOptions) =>
         context,
         { fuzz: fuzz.checks, invariants: [...invariantChecks(observations.tally), documentCheck(loaded)] },
         loaded,
-        options.webhooks
+        options.webhooks,
+        adminSettings === undefined ? undefined : makeAdmin(adminSettings)
       )
       phases = built.phases
 

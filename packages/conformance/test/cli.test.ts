@@ -285,6 +285,37 @@ describe("the command line", () => {
     expect(badUrl.stderr).toContain("--webhook-public-url must be an http(s) URL")
   })
 
+  it("skips the keys.* checks without admin access, saying how to give it, and exits 2 for half of it", async () => {
+    const { baseUrl, keys } = await fixture()
+    const env = { CONFORMANCE_KEY_PRO: keys.pro[0]! }
+    const without = await conformance(["--base-url", baseUrl, "--grep", "keys.", "--fuzz", "0"], env)
+    expect(without.code, without.stderr).toBe(0)
+    const hint = "give --admin-url URL, the admin listener's address, and the admin token in " +
+      "CONFORMANCE_ADMIN_TOKEN or a file named by --admin-token-file, to check key expiry and rolling"
+    expect(without.stdout).toContain(`[keys.expiry]: ${hint}`)
+    expect(without.stdout).toContain(`[keys.rolling]: ${hint}`)
+    expect(lastLine(without.stdout)).toBe("0 passed, 0 failed, 2 skipped")
+
+    const noToken = await conformance(["--base-url", baseUrl, "--admin-url", "http://127.0.0.1:1"], env)
+    expect(noToken.code).toBe(2)
+    expect(noToken.stderr).toContain(
+      "--admin-url needs the admin token: set CONFORMANCE_ADMIN_TOKEN, or put the token in a file and pass --admin-token-file FILE"
+    )
+    const tokenFile = join(reports, "admin-token.txt")
+    writeFileSync(tokenFile, "fx-admin-token-never-printed-0000\n")
+    const noUrl = await conformance(["--base-url", baseUrl, "--admin-token-file", tokenFile], env)
+    expect(noUrl.code).toBe(2)
+    expect(noUrl.stderr).toContain("--admin-token-file needs --admin-url, the admin listener's address")
+    const emptyFile = join(reports, "empty-token.txt")
+    writeFileSync(emptyFile, "\n")
+    const empty = await conformance(
+      ["--base-url", baseUrl, "--admin-url", "http://127.0.0.1:1", "--admin-token-file", emptyFile],
+      env
+    )
+    expect(empty.code).toBe(2)
+    expect(empty.stderr).toContain(`the admin token file ${emptyFile} is empty`)
+  })
+
   it("runs only the spec's checks with --only spec", async () => {
     const { baseUrl, keys } = await fixture("no-405")
     const outcome = await conformance(["--base-url", baseUrl, "--only", "spec", "--grep", "create"], {

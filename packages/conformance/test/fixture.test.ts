@@ -30,7 +30,8 @@ describe("the suite against the fault-free fixture", () => {
       staffKey: fixture.staffKeys[0],
       // The fixture delivers webhooks to the run's receiver on loopback.
       webhooks: {},
-      corsOrigin: FIXTURE_CORS_ORIGIN
+      corsOrigin: FIXTURE_CORS_ORIGIN,
+      admin: fixture.admin
     })
     expect(failures(result)).toEqual([])
     // Only the daily checks wait for --daily. A limited-status check may also be set aside when the fixture's
@@ -38,6 +39,8 @@ describe("the suite against the fault-free fixture", () => {
     const skips = result.results.filter((check) => check.status === "skip")
     expect(skips.filter((check) => !DAILY_CHECKS.includes(check.id) && !isWindowRace(check)).map((check) => check.id))
       .toEqual([])
+    // Every key the keys.* checks made through the admin API was revoked.
+    expect(fixture.madeKeys()).toEqual([])
     expect(skips.filter((check) => DAILY_CHECKS.includes(check.id)).map((check) => check.id).sort()).toEqual(
       [...DAILY_CHECKS].sort()
     )

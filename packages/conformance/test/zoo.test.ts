@@ -110,7 +110,10 @@ let runs = 0
 const conformance = (
   baseUrl: string,
   args: ReadonlyArray<string>,
-  options: { readonly onStdout?: (stdout: string, child: ReturnType<typeof spawn>) => void } = {}
+  options: {
+    readonly onStdout?: (stdout: string, child: ReturnType<typeof spawn>) => void
+    readonly env?: Record<string, string>
+  } = {}
 ) => {
   const directory = join(scratch, `run-${++runs}`)
   rmSync(directory, { recursive: true, force: true })
@@ -136,7 +139,7 @@ const conformance = (
     "--html",
     reports.html,
     ...args
-  ], { env: { PATH: process.env.PATH ?? "", NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"] })
+  ], { env: { PATH: process.env.PATH ?? "", NO_COLOR: "1", ...options.env }, stdio: ["ignore", "pipe", "pipe"] })
   let stdout = ""
   let stderr = ""
   child.stdout.on("data", (chunk) => {
@@ -253,6 +256,44 @@ describe.concurrent("a run against a broken deployment ends with a verdict and i
     )
     expectReports(run)
   })
+})
+
+describe("a run given an admin URL that is not a working admin API", () => {
+  const token = "zoo-admin-token-never-printed-0001"
+  for (
+    const [name, admin, cause] of [
+      [
+        "answers 404",
+        () =>
+          httpTarget((_request, response) => json(response, 404, { code: "not_found", message: "no", status: 404 })),
+        /no admin API at http:\/\/127\.0\.0\.1:\d+ \(GET \/admin\/audit answered 404\): --admin-url is the admin listener's address/
+      ],
+      [
+        "refuses the token",
+        () =>
+          httpTarget((_request, response) =>
+            json(response, 401, { code: "unauthorized", message: "no", status: 401 }, {
+              "www-authenticate": "Bearer realm=\"petstore-admin\", error=\"invalid_token\""
+            })
+          ),
+        /the admin API at http:\/\/127\.0\.0\.1:\d+ refused the admin token \(401\)/
+      ],
+      ["never answers", () => tcpTarget(() => {}), /cannot reach the admin API at .*: no answer in time/]
+    ] as const
+  ) {
+    it(`${name}: exits 2 before any check, naming the cause and never the token`, {
+      timeout: HANG_GUARD_MILLIS
+    }, async () => {
+      const adminUrl = (await admin()).replace(/\/v1$/, "")
+      const run = await conformance(await TARGETS["never limits"]!(), [...BOUNDED, "--admin-url", adminUrl], {
+        env: { CONFORMANCE_ADMIN_TOKEN: token }
+      })
+      expect(run.code, run.stderr).toBe(2)
+      expect(run.stderr).toMatch(cause)
+      expect(run.stdout).not.toMatch(/^(PASS|FAIL|SKIP) /m)
+      expect(run.stdout + run.stderr).not.toContain(token)
+    })
+  }
 })
 
 describe("a run stopped by a signal", () => {

@@ -6,7 +6,14 @@ import { documentWebhooks } from "./webhooksDocument.ts"
 import { ApiKeyAuth } from "./Middleware.ts"
 import { documentApi } from "./OpenApiDocument.ts"
 import { CostsNoQuota, RateLimitStatus } from "./RateLimit.ts"
-import { headerAbsences, headerNames, headersOf, responseHeaders } from "./ResponseHeaders.ts"
+import {
+  CORS_PREFLIGHT_MAX_AGE_SECONDS,
+  corsResponseHeaders,
+  headerAbsences,
+  headerNames,
+  headersOf,
+  responseHeaders
+} from "./ResponseHeaders.ts"
 import { API_BASE_PATH } from "./Versioning.ts"
 import { PetsGroup } from "./PetsApi.ts"
 import { StoreGroup } from "./StoreApi.ts"
@@ -41,7 +48,16 @@ export class PetstoreApi extends HttpApi.make("petstore")
     title: "Animal Adoption Store Service",
     version: "1.0.0",
     description: "Pets available for adoption. Every operation needs `Authorization: Bearer <API_KEY>`, " +
-      "and every answer carries the caller's rate-limit headers.",
+      "and every answer carries the caller's rate-limit headers.\n\n" +
+      "From a web page on another origin (CORS, off by default): when the deployment's `CORS_ALLOWED_ORIGINS` " +
+      "allows the page's origin, every answer carries `Access-Control-Allow-Origin` and " +
+      "`Access-Control-Expose-Headers`, and a preflight (`OPTIONS` on any path, with `Origin` and " +
+      "`Access-Control-Request-Method`) is answered 204 before authentication, spending no quota, with " +
+      `\`Access-Control-Allow-Origin\`, \`Access-Control-Allow-Methods\` (the path's methods), ` +
+      "`Access-Control-Allow-Headers` (the request headers its operations read), " +
+      `\`Access-Control-Max-Age: ${CORS_PREFLIGHT_MAX_AGE_SECONDS}\` and \`Vary: Origin\`. From another origin a ` +
+      "preflight is 204 without them, so the browser refuses the call. The preflight is the browser's, not an " +
+      "operation, so no path lists it.",
     license: { name: "MIT", identifier: "MIT" },
     transform: (spec) =>
       documentWebhooks(
@@ -53,7 +69,7 @@ export class PetstoreApi extends HttpApi.make("petstore")
           }],
           errorSchema: "Error",
           headerNames,
-          headers: responseHeaders,
+          headers: { ...responseHeaders, ...corsResponseHeaders },
           absences: headerAbsences,
           headersOf
         })(spec)

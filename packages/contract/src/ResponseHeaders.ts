@@ -80,9 +80,47 @@ export const responseHeaders = {
 
 export type ResponseHeaderName = keyof typeof responseHeaders
 
+/**
+ * How long a browser may keep a preflight's answer: a change of `CORS_ALLOWED_ORIGINS` reaches every browser
+ * within it (Chromium keeps one at most two hours whatever is said; ten minutes is below every cap).
+ */
+export const CORS_PREFLIGHT_MAX_AGE_SECONDS = 600
+
+/**
+ * What a page on another origin may read of an answer beyond the CORS-safelisted headers: every header the edge
+ * documents but the two a page has no use for, and the operations' own.
+ */
+export const corsExposedHeaders = [
+  ...Object.keys(responseHeaders).filter((name) => name !== "Cache-Control" && name !== "X-Content-Type-Options"),
+  "Location",
+  "ETag",
+  "Idempotent-Replayed"
+].join(", ")
+
+/**
+ * The CORS headers of an answer to a page whose origin `CORS_ALLOWED_ORIGINS` allows (README "Calling the API
+ * from a browser (CORS)"). The preflight that precedes such a call is the browser's, not an operation: the
+ * document's description says how it is answered.
+ */
+export const corsResponseHeaders = {
+  "Access-Control-Allow-Origin": {
+    schema: Schema.String.check(Schema.isPattern(/^(?:\*|[a-z][a-z0-9+.-]*:\/\/[^/\s]+)$/u)).annotate({
+      examples: ["https://app.example.com"]
+    }),
+    description: "The request's `Origin`, or `*` when `CORS_ALLOWED_ORIGINS` is `*` (with a list of origins the " +
+      "answer also carries `Vary: Origin`)"
+  },
+  "Access-Control-Expose-Headers": {
+    schema: Schema.Literal(corsExposedHeaders),
+    description: "The headers a page may read beyond the CORS-safelisted ones"
+  }
+} satisfies Record<string, DocumentedHeader>
+
 /** Header names as the document spells them: the generator lower-cases those a handler returns. */
 export const headerNames: Record<string, string> = {
-  ...Object.fromEntries(Object.keys(responseHeaders).map((name) => [name.toLowerCase(), name])),
+  ...Object.fromEntries(
+    [...Object.keys(responseHeaders), ...Object.keys(corsResponseHeaders)].map((name) => [name.toLowerCase(), name])
+  ),
   location: "Location",
   "idempotent-replayed": "Idempotent-Replayed",
   "idempotency-key": "Idempotency-Key",
@@ -107,8 +145,12 @@ const rateLimits: ReadonlyArray<ResponseHeaderName> = [
 export const headerAbsences = {
   beforeAnyRoute: "on an answer given before any route: a 400 to a request that is not valid HTTP (Node's parser " +
     "refuses it) or whose request target or `Host` is malformed, a 404 to a path holding `;`",
-  databaseAway: "when the database did not answer before the request's quota was decided"
+  databaseAway: "when the database did not answer before the request's quota was decided",
+  originNotAllowed: "unless the request's `Origin` is one that `CORS_ALLOWED_ORIGINS` allows (unset by default: " +
+    "no CORS header at all), and on an answer given before any route"
 }
+
+const corsHeaderNames = Object.keys(corsResponseHeaders)
 
 /** The statuses of the answers given before any route. */
 const beforeAnyRoute = new Set([400, 404])
@@ -139,6 +181,7 @@ export const headersOf = (
     ...(status === 429 || status === 503 ? ["Retry-After" as const] : []),
     ...(status === 401 ? ["WWW-Authenticate" as const] : []),
     ...(operationId === "getPet" ? routes(["Deprecation", "Sunset", "Link"]) : []),
-    ...(operation["x-stability"] === "beta" ? routes(["Stability"]) : [])
+    ...(operation["x-stability"] === "beta" ? routes(["Stability"]) : []),
+    ...corsHeaderNames.map((name) => ({ name, absentWhen: "originNotAllowed" }))
   ]
 }

@@ -4,6 +4,8 @@ import { OpenApi } from "effect/http-api"
 import { describe, expect, it } from "vitest"
 import { committedDocumentPath, renderDocument } from "../scripts/openapi.ts"
 import {
+  CORS_PREFLIGHT_MAX_AGE_SECONDS,
+  corsExposedHeaders,
   documentedPetstoreApi,
   errorStatusByCode,
   IdempotencyKey,
@@ -234,6 +236,36 @@ describe("the OpenAPI document generated from the contract", () => {
         })
       }
     }
+  })
+
+  it("documents the CORS headers on every answer as absent unless the origin is allowed, and the preflight in prose", () => {
+    for (const { where, response } of responses()) {
+      expect(response.headers["Access-Control-Allow-Origin"], where).toEqual({
+        $ref: "#/components/headers/Access-Control-Allow-Origin.originNotAllowed"
+      })
+      expect(response.headers["Access-Control-Expose-Headers"], where).toEqual({
+        $ref: "#/components/headers/Access-Control-Expose-Headers.originNotAllowed"
+      })
+    }
+    // No answer always carries them, so they have no required definition.
+    expect(spec.components.headers["Access-Control-Allow-Origin"]).toBeUndefined()
+    expect(spec.components.headers["Access-Control-Allow-Origin.originNotAllowed"]).toMatchObject({
+      required: false,
+      description: expect.stringContaining("Absent unless the request's `Origin` is one that `CORS_ALLOWED_ORIGINS`")
+    })
+    // Exactly what the server exposes, so a page's reader knows what it may read.
+    expect(spec.components.headers["Access-Control-Expose-Headers.originNotAllowed"].schema.enum).toEqual([
+      corsExposedHeaders
+    ])
+    for (const name of ["X-RateLimit-Remaining", "Retry-After", "Location", "Link", "ETag", "X-Request-Id"]) {
+      expect(corsExposedHeaders.split(", "), name).toContain(name)
+    }
+    // The preflight is the browser's: said in the description, not an OPTIONS operation of any path.
+    expect(operations().filter(({ method }) => method === "options")).toEqual([])
+    expect(spec.info.description).toContain(
+      "a preflight (`OPTIONS` on any path, with `Origin` and `Access-Control-Request-Method`) is answered 204"
+    )
+    expect(spec.info.description).toContain(`\`Access-Control-Max-Age: ${CORS_PREFLIGHT_MAX_AGE_SECONDS}\``)
   })
 
   it("documents Location on 201, and Deprecation, Sunset and the successor Link on every answer of getPet", () => {

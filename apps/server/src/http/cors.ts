@@ -1,4 +1,4 @@
-import { PetstoreApi, responseHeaders } from "@petstore/contract"
+import { CORS_PREFLIGHT_MAX_AGE_SECONDS, corsExposedHeaders, PetstoreApi } from "@petstore/contract"
 import { Context, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "../config.ts"
@@ -6,23 +6,6 @@ import { type AllowedOrigins, isAllowedOrigin } from "../net/corsOrigins.ts"
 import { CurrentRequestFacts } from "./requestLog.ts"
 import { everyV1Answer } from "./responseHeaders.ts"
 import { routeTable } from "./routeTable.ts"
-
-/**
- * How long a browser may keep a preflight's answer: a change of `CORS_ALLOWED_ORIGINS` reaches every browser
- * within it (Chromium keeps one at most two hours whatever is said; ten minutes is below every cap).
- */
-export const PREFLIGHT_MAX_AGE_SECONDS = 600
-
-/**
- * What a page may read of an answer beyond the CORS-safelisted headers: every header the edge documents
- * (the quota's, `Retry-After`, `Link`, `X-Request-Id`, …) and the operations' own.
- */
-export const exposedHeaders = [
-  ...Object.keys(responseHeaders).filter((name) => name !== "Cache-Control" && name !== "X-Content-Type-Options"),
-  "Location",
-  "ETag",
-  "Idempotent-Replayed"
-].join(", ")
 
 const allowOriginOf = (allowed: AllowedOrigins, origin: string) => allowed._tag === "Any" ? "*" : origin
 
@@ -54,7 +37,7 @@ export const cors = Effect.gen(function*() {
         "access-control-allow-origin": allowOriginOf(allowed, origin),
         "access-control-allow-methods": methods.join(", "),
         "access-control-allow-headers": headers.join(", "),
-        "access-control-max-age": String(PREFLIGHT_MAX_AGE_SECONDS),
+        "access-control-max-age": String(CORS_PREFLIGHT_MAX_AGE_SECONDS),
         vary: "Origin"
       }
     })
@@ -73,7 +56,7 @@ export const cors = Effect.gen(function*() {
       return Effect.map(httpEffect, (response) =>
         HttpServerResponse.setHeaders(response, {
           "access-control-allow-origin": allowOriginOf(allowed, origin),
-          "access-control-expose-headers": exposedHeaders,
+          "access-control-expose-headers": corsExposedHeaders,
           ...vary
         }))
     })

@@ -22,7 +22,8 @@ export const catchesEach = (deviations: ReadonlyArray<DeviationCase & { readonly
           ...(daily ? { daily: true, grep: "daily" } : {}),
           ...(deviation.grep === undefined ? {} : { grep: deviation.grep }),
           ...(deviation.webhooks === true ? { webhooks: {} } : {}),
-          ...(deviation.cors === true ? { corsOrigin: FIXTURE_CORS_ORIGIN } : {})
+          ...(deviation.cors === true ? { corsOrigin: FIXTURE_CORS_ORIGIN } : {}),
+          ...(deviation.admin === true ? { admin: fixture.admin } : {})
         })
         const failed = idsWith(result, "fail")
         const caught = deviation.caughtBy.filter((id) => failed.includes(id))

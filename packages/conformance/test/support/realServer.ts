@@ -1,10 +1,18 @@
 import type { KeyRole, Plan, QuotaLimits } from "@petstore/contract"
-import { createTestDatabase, postgresAdminUrl, startServerProcess, type TestDatabase } from "@petstore/test-support"
+import {
+  ADMIN_TOKEN,
+  createTestDatabase,
+  postgresAdminUrl,
+  startServerProcess,
+  type TestDatabase
+} from "@petstore/test-support"
 
 export { postgresAdminUrl }
 
 export interface RealServer {
   readonly baseUrl: string
+  /** The admin listener and its token, as the suite's `admin` option takes them. */
+  readonly admin: { readonly url: string; readonly token: string }
   readonly createKey: (plan: Plan, limits?: QuotaLimits, role?: KeyRole) => Promise<string>
   readonly output: () => string
   readonly stop: () => Promise<void>
@@ -42,6 +50,7 @@ export const startRealServer = async (
     })
     return {
       baseUrl: `${started.origin}/v1`,
+      admin: { url: started.admin, token: ADMIN_TOKEN },
       createKey: started.createKey,
       output: started.server.output,
       stop: async () => {

@@ -6,7 +6,7 @@ import { type Deployment, type RealServer, startRealServer } from "./realServer.
 /**
  * The whole suite against the real server with two keys of every plan, the
  * second set aside to spend its windows while the general checks run, and a
- * staff key for the store checks: every check passes, only the daily ones
+ * staff key for the store checks, and the admin API for the keys.* checks: every check passes, only the daily ones
  * (which need --daily) are skipped.
  */
 /** A browser origin the server allows (CORS_ALLOWED_ORIGINS), so that the suite's cors.* checks run too. */
@@ -35,6 +35,7 @@ export const conformsOn = (backend: "pglite" | "postgres", deployment?: Deployme
       keys,
       staffKey,
       corsOrigin: CORS_ORIGIN,
+      admin: server!.admin,
       onProgress: (line) => progress.push(line)
     })
     // The one-winner race, as the suite reported it.
