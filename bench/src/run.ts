@@ -14,7 +14,8 @@
  * Flags: --soak adds a steady run that samples resident memory every 10 s;
  * --quick measures only the list endpoint (or BENCH_ENDPOINTS, e.g.
  * `list,create,get,order`; server and both floors), for iterating; --profile runs the server under `node --cpu-prof` for one list
- * run and prints where the profile is. `--growth` is ./growth.ts's, `--docs` ./docs.ts's. With
+ * run and prints where the profile is. `--growth` is ./growth.ts's, `--docs` ./docs.ts's,
+ * `--redis-growth` ./redisQuotaGrowth.ts's. With
  * BENCH_BASELINE set to another server's main.ts (e.g. an older commit's tree,
  * checked out inside the repository so that it resolves the same packages),
  * --quick measures it too, alternating: an A/B of two versions under the same
@@ -574,7 +575,8 @@ const report = (input: {
 if (process.argv.includes("--growth")) {
   await import("./growth.ts")
   await import("./quotaGrowth.ts")
-} else if (process.argv.includes("--docs")) await import("./docs.ts")
+  await import("./redisQuotaGrowth.ts")
+} else if (process.argv.includes("--redis-growth")) await import("./redisQuotaGrowth.ts") else if (process.argv.includes("--docs")) await import("./docs.ts")
 else if (process.argv.includes("--pooler")) await import("./pooler.ts")
 else if (process.argv.includes("--webhooks")) await import("./webhooks.ts")
 else await main()
