@@ -355,6 +355,10 @@ const main = async () => {
       await workers.server.stop()
     }
 
+    // The floors are done with: their connections go back to PostgreSQL before the scenarios start servers of their own.
+    await floor.server.stop()
+    await plainFloor.server.stop()
+
     const storeCosts = new Map<string, StoreCost>()
     if (redisScenario) {
       // The PostgreSQL store's server against one on a Redis of the bench's own (a free port, never 6379).
