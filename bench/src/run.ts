@@ -14,7 +14,13 @@
  * Flags: --soak adds a steady run that samples resident memory every 10 s;
  * --quick measures only the list endpoint (or BENCH_ENDPOINTS, e.g.
  * `list,create,get,order`; server and both floors), for iterating; --profile runs the server under `node --cpu-prof` for one list
- * run and prints where the profile is. `--growth` is ./growth.ts's, `--docs` ./docs.ts's. With
+ * run and prints where the profile is. `--growth` is ./growth.ts's, `--docs` ./docs.ts's,
+ * `--redis-growth` ./redisQuotaGrowth.ts's.
+ *
+ * Scenarios beside the floors, each run in a full run and, with --quick, only when named:
+ * --redis (list and create on the Redis quota store against the PostgreSQL store, with PostgreSQL's and
+ * Redis's CPU per request), --last-use (what writing the keys' last use costs), --heap-flags (the shipped Node
+ * flags against none: req per CPU-s and soak RSS). BENCH_ENDPOINTS=none leaves the floors out. With
  * BENCH_BASELINE set to another server's main.ts (e.g. an older commit's tree,
  * checked out inside the repository so that it resolves the same packages),
  * --quick measures it too, alternating: an A/B of two versions under the same
@@ -26,7 +32,8 @@
  * BENCH_SERVER_NODE_OPTIONS (Node flags for the server processes; default the
  * ones `pnpm start` ships, read from the root package.json; set empty for none).
  */
-import { builtServerEntry, createKey, createTestDatabase, type ServerProcess } from "@petstore/test-support"
+import { lastUseStatement } from "@petstore/server/auth/ApiKeys"
+import { builtServerEntry, createKey, createTestDatabase, type ServerProcess, startRedis } from "@petstore/test-support"
 import autocannon from "autocannon"
 import { readFileSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, totalmem } from "node:os"
@@ -39,6 +46,11 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 8)
 const soak = process.argv.includes("--soak")
 const quick = process.argv.includes("--quick")
 const profile = process.argv.includes("--profile")
+/** A full run runs every scenario; a quick one only those its flags name. */
+const scenario = (flag: string) => !quick || process.argv.includes(flag)
+const redisScenario = scenario("--redis")
+const lastUseScenario = scenario("--last-use")
+const heapFlagsScenario = scenario("--heap-flags")
 /**
  * The Node flags `pnpm start` gives the server (the heap sizing of docs/operations.md, "Memory"), read from the root
  * package.json's `start` script, so that the bench measures the defaults operators run.
@@ -52,6 +64,8 @@ const shippedNodeOptions = (() => {
 /** Node flags for every server process, e.g. heap sizing (`--max-semi-space-size=8`): BENCH_SERVER_NODE_OPTIONS. */
 const serverNodeOptions = (process.env.BENCH_SERVER_NODE_OPTIONS ?? shippedNodeOptions).split(" ").filter(Boolean)
 const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? 300)
+/** Each server's soak in the heap-flag A/B: the full soak's length, or 30 s in a quick run. */
+const heapSoakSeconds = Number(process.env.BENCH_HEAP_SOAK_SECONDS ?? (quick ? 30 : soakSeconds))
 const soakRate = Number(process.env.BENCH_SOAK_RATE ?? 1000)
 const CONNECTIONS = 64
 const serverMain = builtServerEntry(import.meta.url)
@@ -181,10 +195,11 @@ const main = async () => {
   const startServer = async (
     label: string,
     env: Record<string, string>,
-    extraNodeOptions: ReadonlyArray<string> = []
+    extraNodeOptions: ReadonlyArray<string> = [],
+    baseNodeOptions: ReadonlyArray<string> = serverNodeOptions
   ) => {
     starting(label)
-    const nodeOptions = [...serverNodeOptions, ...extraNodeOptions]
+    const nodeOptions = [...baseNodeOptions, ...extraNodeOptions]
     // glibc's malloc arenas are set by the environment, not by a flag: MALLOC_ARENA_MAX reaches the server.
     const mallocArenas = process.env.MALLOC_ARENA_MAX === undefined
       ? {}
@@ -223,17 +238,22 @@ const main = async () => {
     const db = postgres(databaseUrl, { max: 1, onnotice: () => {} })
     await db`INSERT INTO pets (name, category_id, status)
       SELECT 'Pet ' || g, 1 + g % 10, (ARRAY['available', 'pending', 'sold'])[1 + g % 3] FROM generate_series(1, 10000) AS g`
-    const [poolIds] = await db`WITH pool AS (
-        INSERT INTO pets (name, category_id, status)
-        SELECT 'Order pool ' || g, 1, 'available' FROM generate_series(1, ${ORDER_POOL}::integer) AS g
-        RETURNING id
-      ) SELECT min(id)::integer AS first, max(id)::integer AS last FROM pool` as unknown as [
-      { first: number; last: number }
-    ]
-    if (poolIds.last - poolIds.first + 1 !== ORDER_POOL) {
-      throw new Error(`the order pool's ids are not contiguous: ${poolIds.first}–${poolIds.last}`)
+    // The order pool only when orders are measured: a quick run of other scenarios need not insert 300,000 pets.
+    const ordersMeasured = !quick || (process.env.BENCH_ENDPOINTS ?? "list").split(",").includes("order")
+    let pool: OrderPool = { first: 0, last: 0, next: 0 }
+    if (ordersMeasured) {
+      const [poolIds] = await db`WITH pool AS (
+          INSERT INTO pets (name, category_id, status)
+          SELECT 'Order pool ' || g, 1, 'available' FROM generate_series(1, ${ORDER_POOL}::integer) AS g
+          RETURNING id
+        ) SELECT min(id)::integer AS first, max(id)::integer AS last FROM pool` as unknown as [
+        { first: number; last: number }
+      ]
+      if (poolIds.last - poolIds.first + 1 !== ORDER_POOL) {
+        throw new Error(`the order pool's ids are not contiguous: ${poolIds.first}–${poolIds.last}`)
+      }
+      pool = { first: poolIds.first, last: poolIds.last, next: poolIds.first }
     }
-    const pool: OrderPool = { first: poolIds.first, last: poolIds.last, next: poolIds.first }
     await db`VACUUM ANALYZE pets`
     const run = (target: Target, endpoint: Endpoint, duration: number) => measure(target, endpoint, key, duration, pool)
     const { id: keyId, key } = await createKey(server.admin, "enterprise", {
@@ -269,6 +289,23 @@ const main = async () => {
       console.log(`profile in ${profileDir}, server log ${profiled.logFile}`)
       return
     }
+
+    /** CPU seconds of each backend of the bench database that servers of one application name hold (not the floors'). */
+    const backendCpu = async (applicationName = "petstore") => {
+      const rows = await db`SELECT pid FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = ${applicationName}` as unknown as Array<
+        { pid: number }
+      >
+      return new Map(rows.flatMap(({ pid }) => {
+        try {
+          return [[pid, cpuSeconds(pid)] as const]
+        } catch {
+          return []
+        }
+      }))
+    }
+    const backendCpuSince = (before: Map<number, number>, after: Map<number, number>) =>
+      [...after].reduce((sum, [pid, cpu]) => sum + cpu - (before.get(pid) ?? 0), 0)
 
     const measured: ReadonlyArray<Endpoint> = quick
       ? (process.env.BENCH_ENDPOINTS ?? "list").split(",").filter((e): e is Endpoint =>
@@ -317,16 +354,192 @@ const main = async () => {
       }
       await workers.server.stop()
     }
+
+    // The floors are done with: their connections go back to PostgreSQL before the scenarios start servers of their own.
+    await floor.server.stop()
+    await plainFloor.server.stop()
+
+    const storeCosts = new Map<string, StoreCost>()
+    if (redisScenario) {
+      // The PostgreSQL store's server against one on a Redis of the bench's own (a free port, never 6379).
+      const redis = await startRedis()
+      try {
+        const redisPid = Number(/process_id:(\d+)/.exec(await redis.nodes[0]!.cli("info", "server"))?.[1])
+        // Backends of its own (application_name), so that PostgreSQL's CPU is counted per server; a key of its own,
+        // so that any quota row PostgreSQL held for it would be its.
+        const onRedis = await startServer("server (Redis quota store)", {
+          DATABASE_URL: `${databaseUrl}${
+            databaseUrl.includes("?") ? "&" : "?"
+          }application_name=${REDIS_SERVER_APPLICATION}`,
+          QUOTA_STORE: "redis",
+          REDIS_URL: redis.url,
+          // The store's bound is the server's default (250 ms) unless the bench is given another.
+          ...(process.env.QUOTA_STORE_TIMEOUT === undefined
+            ? {}
+            : { QUOTA_STORE_TIMEOUT: process.env.QUOTA_STORE_TIMEOUT })
+        })
+        const redisKey = await createKey(onRedis.admin, "enterprise", {
+          perMinute: 2_000_000_000,
+          perDay: 2_000_000_000
+        })
+        const redisVersion = /redis_version:(\S+)/.exec(await redis.nodes[0]!.cli("info", "server"))?.[1] ?? "?"
+        console.log(`Redis ${redisVersion} on ${redis.url}, pid ${redisPid}`)
+        /** What PostgreSQL holds of a key's quota: for the Redis server's key, nothing before or after any round. */
+        const quotaRows = async (id: string) =>
+          ((await db`SELECT count(*)::text || ':' || coalesce(md5(string_agg(q::text, ',')), '') AS state
+            FROM quota_usage AS q WHERE subject = ${`key:${id}`}`) as unknown as [{ state: string }])[0].state
+        const pair = [
+          ["pgstore", server, { id: keyId, key }, "petstore"],
+          ["redis", onRedis, redisKey, REDIS_SERVER_APPLICATION]
+        ] as const
+        const runWith = (target: Target, endpoint: Endpoint, secret: string, duration: number) =>
+          measure(target, endpoint, secret, duration, pool)
+        for (const endpoint of STORE_ENDPOINTS) {
+          for (const [, target, { key: secret }] of pair) await runWith(target, endpoint, secret, 3)
+        }
+        for (let round = 1; round <= rounds; round++) {
+          for (const endpoint of STORE_ENDPOINTS) {
+            for (const [label, target, { id, key: secret }, application] of pair) {
+              const [quotaBefore, postgresBefore, redisBefore] = [
+                await quotaRows(id),
+                await backendCpu(application),
+                cpuSeconds(redisPid)
+              ]
+              const m = await runWith(target, endpoint, secret, seconds)
+              const postgresCpu = backendCpuSince(postgresBefore, await backendCpu(application))
+              const redisCpu = cpuSeconds(redisPid) - redisBefore
+              const quotaChanged = (await quotaRows(id)) !== quotaBefore
+              record(`${label} ${endpoint}`, m)
+              const previous = storeCosts.get(`${label} ${endpoint}`) ?? emptyStoreCost
+              storeCosts.set(`${label} ${endpoint}`, {
+                requests: previous.requests + m.requests,
+                postgresCpu: previous.postgresCpu + postgresCpu,
+                redisCpu: previous.redisCpu + redisCpu,
+                quotaRoundsChanged: previous.quotaRoundsChanged + (quotaChanged ? 1 : 0),
+                rounds: previous.rounds + 1
+              })
+              show(round, label, endpoint, m)
+              console.log(
+                `        PostgreSQL ${(1e6 * postgresCpu / m.requests).toFixed(0)} µs/req, Redis ${
+                  (1e6 * redisCpu / m.requests).toFixed(0)
+                } µs/req; quota_usage ${quotaChanged ? "written" : "untouched"}`
+              )
+            }
+          }
+        }
+        await onRedis.server.stop()
+      } finally {
+        await redis.stop()
+      }
+    }
+
+    let lastUse: LastUseResult | undefined
+    if (lastUseScenario) {
+      // Keys enough for the largest flush, beside the bench key; their secrets are never used.
+      const sizes = quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]
+      const most = Math.max(...sizes)
+      await db`INSERT INTO api_keys (id, secret_hash, name, plan, per_minute, per_day)
+        SELECT 'key_lastuse' || g, md5('last use ' || g) || md5('bench ' || g), 'last use', 'enterprise', 1000, 1000
+        FROM generate_series(1, ${most}::integer) AS g`
+      const ids = Array.from({ length: most }, (_, i) => `key_lastuse${i + 1}`)
+      // The list's own PostgreSQL and server cost, to set the flush against.
+      await run(server, "list", 3)
+      const before = await backendCpu()
+      const list = await run(server, "list", seconds)
+      const listPostgresMicros = 1e6 * backendCpuSince(before, await backendCpu()) / list.requests
+      const flusher = postgres(databaseUrl, { max: 1, onnotice: () => {} })
+      try {
+        const [{ pid }] = await flusher`SELECT pg_backend_pid() AS pid` as unknown as [{ pid: number }]
+        const flushes: Array<LastUseFlush> = []
+        for (const size of sizes) {
+          const walls: Array<number> = []
+          let cpu = 0
+          const repetitions = 5
+          for (let repetition = 0; repetition < repetitions; repetition++) {
+            const now = Date.now()
+            const statement = lastUseStatement(ids.slice(0, size).map((id) => [id as never, now - repetition] as const))
+            const cpuBefore = cpuSeconds(pid)
+            const began = performance.now()
+            await flusher.unsafe(statement.text, statement.values as Array<string>)
+            walls.push(performance.now() - began)
+            cpu += cpuSeconds(pid) - cpuBefore
+          }
+          walls.sort((a, b) => a - b)
+          flushes.push({
+            keys: size,
+            wallMillis: walls[Math.floor(repetitions / 2)]!,
+            cpuMillis: 1000 * cpu / repetitions
+          })
+          console.log(
+            `last use: a flush of ${size.toLocaleString("en")} keys: ${
+              walls[Math.floor(repetitions / 2)]!.toFixed(1)
+            } ms (median of ${repetitions}), PostgreSQL CPU ${(1000 * cpu / repetitions).toFixed(1)} ms`
+          )
+        }
+        // The server's own flush, once a minute: the bench key, used by the list above, is written by the next.
+        const waitedFrom = Date.now()
+        let writtenAfter: number | undefined
+        while (writtenAfter === undefined && Date.now() - waitedFrom < LAST_USE_WAIT_MILLIS) {
+          const [{ written }] =
+            await db`SELECT last_used_at IS NOT NULL AS written FROM api_keys WHERE id = ${keyId}` as unknown as [
+              { written: boolean }
+            ]
+          if (written) writtenAfter = (Date.now() - waitedFrom) / 1000
+          else await new Promise((resolve) => setTimeout(resolve, 1_000))
+        }
+        lastUse = {
+          listRps: list.rps,
+          listPostgresMicros,
+          listServerMicros: 1e6 * list.cpu / list.requests,
+          flushes,
+          benchKeyWrittenAfterSeconds: writtenAfter
+        }
+        for (const line of lastUseLines(lastUse)) console.log(line)
+      } finally {
+        await flusher.end()
+      }
+    }
+
+    let heapFlags: HeapFlagsResult | undefined
+    if (heapFlagsScenario) {
+      const shippedFlags = shippedNodeOptions.split(" ").filter(Boolean)
+      const withFlags = await startServer("server with the shipped Node flags", {}, [], shippedFlags)
+      const withoutFlags = await startServer("server with no Node flags", {}, [], [])
+      const pair = [["flags", withFlags], ["noflags", withoutFlags]] as const
+      for (const [, target] of pair) await run(target, "list", 3)
+      for (let round = 1; round <= rounds; round++) {
+        for (const [label, target] of pair) {
+          const m = await run(target, "list", seconds)
+          record(`${label} list`, m)
+          show(round, label, "list", m)
+        }
+      }
+      const soaks: Array<SoakResult> = []
+      for (const [label, target] of pair) {
+        console.log(`soak (${label}): ${heapSoakSeconds} s at ${soakRate} req/s of list`)
+        soaks.push(await soakRun(target, key, heapSoakSeconds))
+      }
+      heapFlags = {
+        flags: shippedFlags.join(" "),
+        withFlags: combine(results.get("flags list")!),
+        withoutFlags: combine(results.get("noflags list")!),
+        soakWith: soaks[0]!,
+        soakWithout: soaks[1]!
+      }
+      for (const line of heapFlagsLines(heapFlags)) console.log(line)
+      await withFlags.server.stop()
+      await withoutFlags.server.stop()
+    }
     console.log(
       `server RSS after the runs: ${rssMiB(server.server.child.pid!).toFixed(0)} MiB; its log: ${
         (server.logBytes() / 2 ** 20).toFixed(0)
       } MiB in ${server.logFile}`
     )
 
-    let soakSamples: Array<{ at: number; rss: number; p99: number }> = []
+    let soakSamples: ReadonlyArray<{ at: number; rss: number }> = []
     if (soak) {
       console.log(`soak: ${soakSeconds} s at ${soakRate} req/s of list`)
-      soakSamples = await soakRun(server, key)
+      soakSamples = (await soakRun(server, key, soakSeconds)).samples
     }
 
     const effectVersion = JSON.parse(
@@ -342,6 +555,7 @@ const main = async () => {
       const ratio = (a: string, b: string) =>
         (perCpuSecond(combine(results.get(a)!)) / perCpuSecond(combine(results.get(b)!))).toFixed(2)
       console.log(`load at start ${loadAtStart}, at end ${load()}`)
+      if (redisScenario) { for (const line of storeLines(results, storeCosts)) console.log(line) }
       for (const endpoint of measured) {
         const of = (label: string) => `${label} ${endpoint}`
         console.log(
@@ -365,6 +579,9 @@ const main = async () => {
           effectVersion,
           autocannonVersion,
           soakSamples,
+          storeCosts,
+          lastUse,
+          heapFlags,
           idleRss,
           loadAtStart,
           loadAtEnd: load()
@@ -392,13 +609,20 @@ const keptAnalysis = () => {
   }
 }
 
+interface SoakResult {
+  readonly samples: ReadonlyArray<{ readonly at: number; readonly rss: number }>
+  readonly rps: number
+  readonly requestsPerCpuSecond: number
+  readonly p99: number
+}
+
 /** A steady rate for a long while, sampling the server's resident memory every 10 s. */
-const soakRun = async (server: Target, key: string) => {
-  const samples: Array<{ at: number; rss: number; p99: number }> = []
+const soakRun = async (server: Target, key: string, soakSeconds: number): Promise<SoakResult> => {
+  const samples: Array<{ at: number; rss: number }> = []
   const begin = Date.now()
   const pid = server.server.child.pid!
   const sampler = setInterval(
-    () => samples.push({ at: Math.round((Date.now() - begin) / 1000), rss: rssMiB(pid), p99: 0 }),
+    () => samples.push({ at: Math.round((Date.now() - begin) / 1000), rss: rssMiB(pid) }),
     10_000
   )
   const cpuBefore = cpuSeconds(pid)
@@ -424,7 +648,12 @@ const soakRun = async (server: Target, key: string) => {
         soakRss(samples).steady.toFixed(0)
       } MiB against a budget of ${MEMORY_TARGET_MIB} MiB`
   )
-  return samples
+  return {
+    samples,
+    rps: result.requests.average,
+    requestsPerCpuSecond: result.requests.total / cpu,
+    p99: result.latency.p99
+  }
 }
 
 /**
@@ -449,12 +678,177 @@ const soakRss = (samples: ReadonlyArray<{ readonly rss: number }>) => {
 const P99_TARGET_MS = 25
 const PLAIN_TARGET = 0.45
 
+/** The Redis store's server connects to PostgreSQL under this name, so that its backends' CPU is its own. */
+const REDIS_SERVER_APPLICATION = "petstore_redis"
+/** The endpoints the quota stores are compared on: a read and a write. */
+const STORE_ENDPOINTS: ReadonlyArray<Endpoint> = ["list", "create"]
+
+/** What one store's rounds cost beside the server: PostgreSQL's backends and Redis, CPU seconds. */
+interface StoreCost {
+  readonly requests: number
+  readonly postgresCpu: number
+  readonly redisCpu: number
+  /** Rounds during which PostgreSQL's `quota_usage` changed, of `rounds`. */
+  readonly quotaRoundsChanged: number
+  readonly rounds: number
+}
+const emptyStoreCost: StoreCost = { requests: 0, postgresCpu: 0, redisCpu: 0, quotaRoundsChanged: 0, rounds: 0 }
+/** A ratio against its target as the line prints it (two decimals): 0.996 reads 1.00×, and meets 1.00×. */
+const atLeast = (ratio: number, target: number) => Number(ratio.toFixed(2)) >= target
+const microsPerRequest = (seconds: number, requests: number) => requests === 0 ? 0 : 1e6 * seconds / requests
+
+const storeTable = (results: Map<string, Array<Measure>>, costs: Map<string, StoreCost>) => {
+  const lines = [
+    "| store | endpoint | req per server CPU-s | vs PostgreSQL store | req/s | p50 ms | p99 ms | PostgreSQL µs/req | Redis µs/req | quota_usage written (rounds) | non-2xx |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  ]
+  for (const endpoint of STORE_ENDPOINTS) {
+    const onPostgres = combine(results.get(`pgstore ${endpoint}`) ?? [])
+    for (const [label, name] of [["pgstore", "PostgreSQL"], ["redis", "Redis"]] as const) {
+      const m = combine(results.get(`${label} ${endpoint}`) ?? [])
+      const cost = costs.get(`${label} ${endpoint}`) ?? emptyStoreCost
+      lines.push(
+        `| ${name} | ${endpoint} | ${perCpuSecond(m).toFixed(0)} | ${
+          (perCpuSecond(m) / perCpuSecond(onPostgres)).toFixed(2)
+        }× | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${
+          microsPerRequest(cost.postgresCpu, cost.requests).toFixed(0)
+        } | ${
+          microsPerRequest(cost.redisCpu, cost.requests).toFixed(0)
+        } | ${cost.quotaRoundsChanged} of ${cost.rounds} | ${m.errors} |`
+      )
+    }
+  }
+  return lines
+}
+
+/** Issue 33: PostgreSQL does no quota work at all on the Redis store, and the server is at least as fast. */
+const storeLines = (results: Map<string, Array<Measure>>, costs: Map<string, StoreCost>) =>
+  STORE_ENDPOINTS.flatMap((endpoint) => {
+    const [onPostgres, onRedis] = [
+      combine(results.get(`pgstore ${endpoint}`) ?? []),
+      combine(results.get(`redis ${endpoint}`) ?? [])
+    ]
+    const [postgresCost, redisCost] = [
+      costs.get(`pgstore ${endpoint}`) ?? emptyStoreCost,
+      costs.get(`redis ${endpoint}`) ?? emptyStoreCost
+    ]
+    const ratio = perCpuSecond(onRedis) / perCpuSecond(onPostgres)
+    const [postgresMicros, redisMicros] = [
+      microsPerRequest(postgresCost.postgresCpu, postgresCost.requests),
+      microsPerRequest(redisCost.postgresCpu, redisCost.requests)
+    ]
+    return [
+      `- Requests per server CPU-second, ${routeOf[endpoint]}, on the Redis quota store: ${
+        ratio.toFixed(2)
+      }× the PostgreSQL store's (p99 ${onRedis.p99} ms against ${onPostgres.p99} ms) against at least 1.00× (as fast): ${
+        atLeast(ratio, 1) ? "met" : "missed"
+      }.`,
+      `- PostgreSQL's quota work on the Redis store, ${
+        routeOf[endpoint]
+      }: \`quota_usage\` written in ${redisCost.quotaRoundsChanged} of ${redisCost.rounds} rounds, PostgreSQL CPU ${
+        redisMicros.toFixed(0)
+      } µs a request against ${postgresMicros.toFixed(0)} µs on the PostgreSQL store (${
+        (postgresMicros - redisMicros).toFixed(0)
+      } µs was quota work), Redis ${
+        microsPerRequest(redisCost.redisCpu, redisCost.requests).toFixed(0)
+      } µs: against none at all: ${redisCost.rounds > 0 && redisCost.quotaRoundsChanged === 0 ? "met" : "missed"}.`
+    ]
+  })
+
+interface LastUseFlush {
+  readonly keys: number
+  /** The statement's time as the bench saw it (round trip included): an upper bound of its cost. */
+  readonly wallMillis: number
+  /** Its PostgreSQL backend's CPU, from /proc (10 ms ticks, so a mean over the repetitions). */
+  readonly cpuMillis: number
+}
+interface LastUseResult {
+  readonly listRps: number
+  readonly listPostgresMicros: number
+  readonly listServerMicros: number
+  readonly flushes: ReadonlyArray<LastUseFlush>
+  /** How long after the measures the server's own flush had written the bench key's last use; undefined: not within the wait. */
+  readonly benchKeyWrittenAfterSeconds: number | undefined
+}
+/** The server's flush runs once a minute: waited for that long and a little more. */
+const LAST_USE_WAIT_MILLIS = 70_000
+/** The flush's cost a request: its PostgreSQL CPU over the requests of the minute, at the list's rate. */
+const lastUseMicrosPerRequest = (flush: LastUseFlush, listRps: number) => (1000 * flush.cpuMillis) / (listRps * 60)
+/** Below this share of a list request's PostgreSQL CPU, a cost is not visible in any figure this bench reads. */
+const INVISIBLE_SHARE = 0.01
+
+/**
+ * Issue 34: last use costs nothing visible. Per request it is one Map.set in the server, inside every figure
+ * above; the write is one statement a minute per process for the keys it saw. Its PostgreSQL CPU, spread over
+ * the minute's requests at the list's rate, against what PostgreSQL spends on a list request: the share of the
+ * primary's work that last use adds. (The statement's time as seen by the bench is printed too; it is a
+ * background job's, no request waits for it.)
+ */
+const lastUseLines = (input: LastUseResult) =>
+  input.flushes.map((flush) => {
+    const perRequestMicros = lastUseMicrosPerRequest(flush, input.listRps)
+    const share = perRequestMicros / input.listPostgresMicros
+    return `- Last use, ${flush.keys.toLocaleString("en")} keys seen in a minute by one process: one flush of ${
+      flush.wallMillis.toFixed(1)
+    } ms (PostgreSQL CPU ${flush.cpuMillis.toFixed(1)} ms, ${
+      (1000 * flush.cpuMillis / flush.keys).toFixed(1)
+    } µs a key) a minute, ${perRequestMicros.toFixed(2)} µs a request at the list's ${
+      input.listRps.toFixed(0)
+    } req/s, ${(100 * share).toFixed(2)}% of the ${
+      input.listPostgresMicros.toFixed(0)
+    } µs PostgreSQL spends on a list request, against less than ${100 * INVISIBLE_SHARE}% (nothing visible): ${
+      share < INVISIBLE_SHARE ? "met" : "missed"
+    }.`
+  }).concat(
+    `- Last use written by the server itself during the run (bench key): ${
+      input.benchKeyWrittenAfterSeconds === undefined
+        ? `no, not within ${LAST_USE_WAIT_MILLIS / 1000} s`
+        : `yes, ${input.benchKeyWrittenAfterSeconds.toFixed(0)} s after the list's last request`
+    }.`
+  )
+
+interface HeapFlagsResult {
+  readonly flags: string
+  readonly withFlags: Measure
+  readonly withoutFlags: Measure
+  readonly soakWith: SoakResult
+  readonly soakWithout: SoakResult
+}
+/** Issue 35: the shipped heap flags may cost at most 5% of requests per CPU-second. */
+const HEAP_FLAGS_KEPT = 0.95
+
+const heapFlagsLines = (input: HeapFlagsResult) => {
+  const ratio = perCpuSecond(input.withFlags) / perCpuSecond(input.withoutFlags)
+  const soakRatio = input.soakWith.requestsPerCpuSecond / input.soakWithout.requestsPerCpuSecond
+  const rss = (soak: SoakResult) => {
+    const { peak, steady } = soakRss(soak.samples)
+    return `peak ${peak.toFixed(0)}, steady ${steady.toFixed(0)} MiB`
+  }
+  return [
+    `- Requests per server CPU-second, GET /v1/pets?limit=20 at ${CONNECTIONS} connections, with the shipped flags (\`${input.flags}\`): ${
+      ratio.toFixed(2)
+    }× the same build with none (${perCpuSecond(input.withFlags).toFixed(0)} against ${
+      perCpuSecond(input.withoutFlags).toFixed(0)
+    }), against at least ${HEAP_FLAGS_KEPT.toFixed(2)}×: ${atLeast(ratio, HEAP_FLAGS_KEPT) ? "met" : "missed"}.`,
+    `- Under the soak (${soakRate} req/s): ${soakRatio.toFixed(2)}× the req per CPU-s without the flags (${
+      input.soakWith.requestsPerCpuSecond.toFixed(0)
+    } against ${input.soakWithout.requestsPerCpuSecond.toFixed(0)}); resident memory with the flags ${
+      rss(input.soakWith)
+    }, without ${rss(input.soakWithout)}, against a budget of ${MEMORY_TARGET_MIB} MiB: ${
+      soakRss(input.soakWith.samples).peak <= MEMORY_TARGET_MIB ? "met" : "missed"
+    } with the flags, ${soakRss(input.soakWithout.samples).peak <= MEMORY_TARGET_MIB ? "met" : "missed"} without.`
+  ]
+}
+
 const report = (input: {
   readonly results: Map<string, Array<Measure>>
   readonly pgVersion: string
   readonly effectVersion: string
   readonly autocannonVersion: string
   readonly soakSamples: ReadonlyArray<{ at: number; rss: number }>
+  readonly storeCosts: Map<string, StoreCost>
+  readonly lastUse: LastUseResult | undefined
+  readonly heapFlags: HeapFlagsResult | undefined
   readonly idleRss: number
   readonly loadAtStart: string
   readonly loadAtEnd: string
@@ -536,7 +930,10 @@ const report = (input: {
       ? `- Resident memory under the soak: peak ${peakRss.toFixed(0)} MiB, steady ${
         steadyRss.toFixed(0)
       } MiB against a budget of at most ${MEMORY_TARGET_MIB} MiB: ${verdict(peakRss <= MEMORY_TARGET_MIB)}.`
-      : "- Resident memory under the soak: not measured in this run (`pnpm bench --soak`)."
+      : "- Resident memory under the soak: not measured in this run (`pnpm bench --soak`).",
+    ...storeLines(input.results, input.storeCosts),
+    ...(input.lastUse === undefined ? [] : lastUseLines(input.lastUse)),
+    ...(input.heapFlags === undefined ? [] : heapFlagsLines(input.heapFlags))
   )
   lines.push(
     "",
@@ -558,6 +955,67 @@ const report = (input: {
     "| --- | --- | --- | --- | --- | --- | --- | --- |"
   )
   lines.push(row("WORKERS=1", get("workers1 list")), row("WORKERS=2", get("workers2 list"), get("workers1 list")))
+  lines.push(
+    "",
+    "## Quota on Redis against quota on PostgreSQL (issue 33)",
+    "",
+    "Two servers on the same database, alternating round by round: one on the PostgreSQL quota store, one with",
+    "`QUOTA_STORE=redis` on a `redis-server` the bench starts on a free port. PostgreSQL µs/req: the CPU of the",
+    "bench database's server backends over the round, from /proc, per request; Redis µs/req likewise for",
+    "`redis-server`. quota_usage written: rounds during which PostgreSQL's quota table changed for the server's",
+    "key (each server has a key of its own and its own backends, by `application_name`).",
+    "",
+    ...storeTable(input.results, input.storeCosts)
+  )
+  if (input.lastUse !== undefined) {
+    lines.push(
+      "",
+      "## Last use: what writing it costs (issue 34)",
+      "",
+      "Each process notes a key's use in memory (one Map.set per request, inside every figure above) and writes the",
+      "keys it saw once a minute, in one statement. The statement is the server's own (`lastUseStatement`), run here",
+      "against as many keys as one process might see in a minute; its PostgreSQL CPU is spread over the minute's requests at",
+      `the list's rate (${input.lastUse.listRps.toFixed(0)} req/s in this run; PostgreSQL ${
+        input.lastUse.listPostgresMicros.toFixed(0)
+      } µs and the server ${input.lastUse.listServerMicros.toFixed(0)} µs of CPU a list request).`,
+      "",
+      "| keys seen in a minute | flush ms (median of 5) | PostgreSQL CPU ms | PostgreSQL µs a key | µs a request at the list's rate | share of a list request's PostgreSQL CPU |",
+      "| --- | --- | --- | --- | --- | --- |",
+      ...input.lastUse.flushes.map((flush) => {
+        const perRequest = lastUseMicrosPerRequest(flush, input.lastUse!.listRps)
+        return `| ${flush.keys.toLocaleString("en")} | ${flush.wallMillis.toFixed(1)} | ${
+          flush.cpuMillis.toFixed(1)
+        } | ${(1000 * flush.cpuMillis / flush.keys).toFixed(1)} | ${perRequest.toFixed(2)} | ${
+          (100 * perRequest / input.lastUse!.listPostgresMicros).toFixed(2)
+        }% |`
+      })
+    )
+  }
+  if (input.heapFlags !== undefined) {
+    const { heapFlags } = input
+    lines.push(
+      "",
+      `## Heap flags: \`${heapFlags.flags}\` against none (issue 35)`,
+      "",
+      "Two servers of the same build, alternating round by round on GET /v1/pets?limit=20, then each soaked alone for",
+      `${heapSoakSeconds} s at ${soakRate} req/s.`,
+      "",
+      "| Node flags | req per CPU-s | vs none | req/s | p50 ms | p99 ms | soak req per CPU-s | soak RSS peak MiB | soak RSS steady MiB | non-2xx |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+      ...([["shipped", heapFlags.withFlags, heapFlags.soakWith], [
+        "none",
+        heapFlags.withoutFlags,
+        heapFlags.soakWithout
+      ]] as const)
+        .map(([label, m, soaked]) =>
+          `| ${label} | ${perCpuSecond(m).toFixed(0)} | ${
+            (perCpuSecond(m) / perCpuSecond(heapFlags.withoutFlags)).toFixed(2)
+          }× | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${soaked.requestsPerCpuSecond.toFixed(0)} | ${
+            soakRss(soaked.samples).peak.toFixed(0)
+          } | ${soakRss(soaked.samples).steady.toFixed(0)} | ${m.errors} |`
+        )
+    )
+  }
   if (input.soakSamples.length > 0) {
     lines.push(
       "",
@@ -574,7 +1032,9 @@ const report = (input: {
 if (process.argv.includes("--growth")) {
   await import("./growth.ts")
   await import("./quotaGrowth.ts")
-} else if (process.argv.includes("--docs")) await import("./docs.ts")
+  await import("./redisQuotaGrowth.ts")
+} else if (process.argv.includes("--redis-growth")) await import("./redisQuotaGrowth.ts")
+else if (process.argv.includes("--docs")) await import("./docs.ts")
 else if (process.argv.includes("--pooler")) await import("./pooler.ts")
 else if (process.argv.includes("--webhooks")) await import("./webhooks.ts")
 else await main()
