@@ -27,6 +27,8 @@ const shippedNodeOptions = (() => {
 const serverNodeOptions = (process.env.BENCH_SERVER_NODE_OPTIONS ?? shippedNodeOptions).split(" ").filter(Boolean)
 const probe = fileURLToPath(new URL("./allocationProbe.ts", import.meta.url))
 
+/** With BENCH_SOAK_RATE=0 no request is sent: what the server allocates on its own, per second. */
+const idleResult = { requests: { average: 0 }, non2xx: 0, errors: 0 }
 const load = () => loadavg().map((l) => l.toFixed(1)).join(" ")
 
 const main = async () => {
@@ -48,8 +50,8 @@ const main = async () => {
     await db`VACUUM ANALYZE pets`
     await db.end()
     const { key } = await createKey(target.admin, "enterprise", { perMinute: 2_000_000_000, perDay: 2_000_000_000 })
-    const drive = (duration: number) =>
-      autocannon({
+    const drive = async (duration: number) =>
+      rate === 0 ? (await new Promise((resolve) => setTimeout(resolve, duration * 1000)), idleResult) : autocannon({
         url: target.origin,
         connections: 64,
         duration,
@@ -84,7 +86,8 @@ const main = async () => {
       }
       console.log(
         `round ${round}: ${(bytes / requests / 1024).toFixed(1)} KiB allocated per request over ${requests} requests ` +
-          `(${result.requests.average.toFixed(0)} req/s, non-2xx ${result.non2xx + result.errors}); load ${load()}`
+          `(${result.requests.average.toFixed(0)} req/s, non-2xx ${result.non2xx + result.errors}; ` +
+          `${(bytes / seconds / 2 ** 20).toFixed(2)} MiB/s allocated in all); load ${load()}`
       )
     }
   } finally {
