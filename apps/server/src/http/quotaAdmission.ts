@@ -1,5 +1,5 @@
 import { API_BASE_PATH, PetstoreApi, RateLimited } from "@petstore/contract"
-import { Context, Effect, Option } from "effect"
+import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
@@ -52,28 +52,28 @@ export interface Admission {
   readonly refusal: Option.Option<RateLimited>
 }
 
-export class CurrentAdmission extends Context.Service<CurrentAdmission, Admission>()(
-  "@petstore/server/http/CurrentAdmission"
-) {}
-
 /**
  * The current request's admission, for `ApiKeyAuth` and the handlers that
  * report quota. HttpApi builds an operation's services once, with its routes,
- * so an operation cannot require this per-request service in its type; every
+ * so an operation cannot require a per-request service in its type; every
  * route under `/v1` runs inside quota admission, so its absence is a wiring bug.
+ * It is carried in the request's facts (requestLog.ts) rather than provided as a
+ * service of its own: a request's ninth service made the fiber copy its whole
+ * context (some thirty services), about 3 KiB a request (bench/RESULTS.md, "Issue 35").
  */
-export const currentAdmission = Effect.serviceOption(CurrentAdmission).pipe(
-  Effect.flatMap(Option.match({
-    onSome: Effect.succeed,
-    onNone: () => Effect.die(new Error("No quota admission: a /v1 route runs outside quotaAdmission"))
-  }))
+export const currentAdmission = Effect.flatMap(
+  CurrentRequestFacts,
+  (facts) =>
+    facts.admission === undefined
+      ? Effect.die(new Error("No quota admission: a /v1 route runs outside quotaAdmission"))
+      : Effect.succeed(facts.admission)
 )
 
 /**
  * Route middleware of every route under `/v1`, unknown paths included: every
  * such request spends quota. It identifies the caller once (a key, or else the
  * client's address), spends its quota, hands the admission to the route
- * (`CurrentAdmission`), and puts the rate-limit headers on every answer,
+ * (`currentAdmission`), and puts the rate-limit headers on every answer,
  * errors included. A refused operation is answered by `ApiKeyAuth`, which
  * declares the 429; a request that is no operation is refused here.
  */
@@ -111,7 +111,13 @@ export const quotaAdmission = Effect.gen(function*() {
         Option.isSome(decision.bannedUntil) ? "api_key_banned" : "rate_limited"
       )
     }
-    return { key, decision, refusal: refused ? Option.some(rateLimited(decision)) : Option.none() } satisfies Admission
+    const admission: Admission = {
+      key,
+      decision,
+      refusal: refused ? Option.some(rateLimited(decision)) : Option.none()
+    }
+    facts.admission = admission
+    return admission
   }, traced("quotaAdmission.admit"))
 
   return <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
@@ -120,7 +126,7 @@ export const quotaAdmission = Effect.gen(function*() {
       const admission = yield* admit(operation)
       const response = Option.isSome(admission.refusal) && Option.isNone(operation)
         ? errorResponse(admission.refusal.value)
-        : yield* httpEffect.pipe(Effect.provideService(CurrentAdmission, admission), answerEveryFailure)
+        : yield* answerEveryFailure(httpEffect)
       return HttpServerResponse.setHeaders(
         response,
         rateLimitHeaders(admission.decision, Option.isSome(admission.refusal))

@@ -3,14 +3,17 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { recordRequestUnsafe } from "../observability/metrics.ts"
 import { renderUnrouted, withRequestIdInErrorBody } from "./errors.ts"
+import type { Admission } from "./quotaAdmission.ts"
 import { refuseUnroutableTargets } from "./requestTarget.ts"
 
-/** What the routes learn about a request that belongs on its log line. */
+/** What the routes learn about a request that belongs on its log line, and its quota admission. */
 export interface RequestFacts {
   route?: string
   keyId?: string
   plan?: string
   quota?: "admitted" | "limited" | "banned" | "not_spent"
+  /** Quota admission's decision, for the route (quotaAdmission.ts's `currentAdmission`); not logged. */
+  admission?: Admission
 }
 
 /** The current request's facts, filled in by the routes as they learn them (a fresh object per request). */
