@@ -64,6 +64,14 @@ const PoolSize = Schema.Int.check(
 const StatementTimeout = Schema.Int.check(
   Schema.isBetween({ minimum: 1, maximum: 300 }, { expected: "a whole number of seconds from 1 to 300" })
 )
+/**
+ * Seconds an idle keep-alive connection stays open. Longer than the idle timeouts of the balancers in front
+ * (60 s is common), so that the balancer, not the server, closes an idle connection: a server that closes
+ * first races the balancer's next request on it, which then fails (a 502 at the balancer).
+ */
+const KeepAliveTimeout = Schema.Int.check(
+  Schema.isBetween({ minimum: 1, maximum: 3600 }, { expected: "a whole number of seconds from 1 to 3600" })
+)
 /** A `postgres://` URL with libpq's parameters read (`net/postgresUrl.ts`); redacted, as it may hold a password. */
 const PostgresUrlSetting = (name: string): Config.Config<Option.Option<Redacted.Redacted<PostgresUrl>>> =>
   Config.option(
@@ -98,6 +106,7 @@ const EnvironmentShape = Config.all({
   databaseStatementTimeoutSeconds: Config.schema(StatementTimeout, "DATABASE_STATEMENT_TIMEOUT").pipe(
     Config.withDefault(5)
   ),
+  keepAliveTimeoutSeconds: Config.schema(KeepAliveTimeout, "KEEP_ALIVE_TIMEOUT").pipe(Config.withDefault(65)),
   /** Unset: named prepared statements unless DATABASE_DIRECT_URL declares DATABASE_URL a transaction pooler. */
   databasePreparedStatements: Config.option(Config.Boolean("DATABASE_PREPARED_STATEMENTS")),
   migrateOnStart: Config.Boolean("MIGRATE_ON_START").pipe(Config.withDefault(true)),

@@ -48,14 +48,15 @@ const routerConfig = {
 
 /**
  * A client gets 10 s to send its headers and 30 s for the whole request, checked
- * every second: a slowloris cannot hold connections.
+ * every second: a slowloris cannot hold connections. An idle connection stays
+ * open `KEEP_ALIVE_TIMEOUT` seconds, for the balancer in front to close first.
  */
-const slowClientLimits = {
+const connectionLimits = (keepAliveTimeoutSeconds: number) => ({
   headersTimeout: 10_000,
   requestTimeout: 30_000,
-  keepAliveTimeout: 5_000,
+  keepAliveTimeout: keepAliveTimeoutSeconds * 1_000,
   connectionsCheckingInterval: 1_000
-}
+})
 
 /**
  * Builds every route first and only then listens, so the server never accepts
@@ -71,7 +72,8 @@ const listen = <E, R>(routes: Layer.Layer<never, E, R>, listener: Listener) =>
       Effect.provideService(HttpRouter.RouterConfig, routerConfig)
     )
     const handler = Effect.catchCause(router, renderUnrouted)
-    const nodeServer = createServer(slowClientLimits).on("clientError", answerClientError)
+    const { keepAliveTimeoutSeconds } = yield* AppConfig
+    const nodeServer = createServer(connectionLimits(keepAliveTimeoutSeconds)).on("clientError", answerClientError)
     // The platform listens first and installs its request handler after: a request in between (a held socket
     // has a queue of them) would have nobody to answer it. Until then this one does, and then steps aside.
     const untilServed = (request: IncomingMessage, response: ServerResponse) => {

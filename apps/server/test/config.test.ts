@@ -36,6 +36,8 @@ describe("bad configuration stops the server at start-up", () => {
     ["DATABASE_POOL_SIZE", "101"],
     ["DATABASE_STATEMENT_TIMEOUT", "0"],
     ["DATABASE_STATEMENT_TIMEOUT", "301"],
+    ["KEEP_ALIVE_TIMEOUT", "0"],
+    ["KEEP_ALIVE_TIMEOUT", "3601"],
     ["DATABASE_DIRECT_URL", "postgres://localhost/db"],
     ["DATABASE_PREPARED_STATEMENTS", "sometimes"],
     ["CORS_ALLOWED_ORIGINS", "https://app.example/"],
