@@ -4,6 +4,8 @@ import { lanes } from "@petstore/test-support/lanes"
 export default defineConfig({
   test: {
     projects: lanes,
+    // One migrated database of each backend for the run, copied for each in-process server and database layer.
+    globalSetup: ["test/support/databaseTemplates.globalSetup.ts"],
     // Each suite starts real listeners and a database; PGlite alone takes seconds to open. The timeout is there
     // to catch a hang, not to judge the machine, which may be busy with other suites.
     testTimeout: 300_000,

@@ -1,19 +1,24 @@
 import { Effect, Layer, Option, Redacted } from "effect"
 import { AppConfig } from "../../src/config.ts"
 import { Database } from "../../src/db/Database.ts"
-import { createTestDatabase, missingTool, postgresAdminUrl, redisBinaries, startRedis } from "@petstore/test-support"
+import { missingTool, redisBinaries, startRedis } from "@petstore/test-support"
+import { freshPgliteFolder, freshPostgresDatabase } from "./databaseTemplates.ts"
 import { RedisQuotaStore, type RedisQuotaStoreOptions } from "../../src/quota/redis/RedisQuotaStore.ts"
 
 /** A migrated, empty database of the backend, for tests of one service at a time. */
 export const testDatabase = (backend: "pglite" | "postgres") =>
   Layer.unwrap(Effect.gen(function*() {
     if (backend === "pglite") {
+      const folder = yield* Effect.acquireRelease(
+        Effect.sync(freshPgliteFolder),
+        (folder) => Effect.sync(folder.remove)
+      )
       return Database.layer.pipe(
-        Layer.provide(AppConfig.layerWith({ dataDir: ":memory:", databaseUrl: Option.none() }))
+        Layer.provide(AppConfig.layerWith({ dataDir: folder.dataDir, databaseUrl: Option.none() }))
       )
     }
     const database = yield* Effect.acquireRelease(
-      Effect.promise(() => createTestDatabase(postgresAdminUrl!)),
+      Effect.promise(freshPostgresDatabase),
       (database) => Effect.promise(() => database.drop())
     )
     return Database.layer.pipe(
