@@ -1,6 +1,6 @@
 /**
  * Property-based tests with hostile input against the real server (in this
- * process, PGlite in memory, one server for the file). Every request goes out
+ * process, a fresh PGlite database, one server for the file). Every request goes out
  * through node:http as raw bytes (see support/rawHttp.ts), because fetch would
  * normalise the URL and refuse some of what we want to send.
  *

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Cause, Effect, Exit, Layer, Option } from "effect"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
 import { AppConfig } from "../src/config.ts"
 import { StartupError } from "../src/startupError.ts"
 import { ServerLive } from "../src/server.ts"
@@ -19,6 +19,7 @@ import {
   waitForExit,
   waitUntilReady
 } from "@petstore/test-support"
+import { freshPgliteFolder } from "./support/databaseTemplates.ts"
 
 const scratch = mkdtempSync(join(tmpdir(), "petstore-startup-failures-"))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
@@ -87,13 +88,15 @@ describe("a server that cannot start stops with one line naming the cause", () =
 
   it("a port taken between the check and the listen fails the same way, not as an empty ServeError", async () => {
     // In-process, where nothing checks the ports first: the listen itself meets the busy port.
+    const folder = freshPgliteFolder()
+    onTestFinished(folder.remove)
     const config = AppConfig.layerWith({
       host: "127.0.0.1",
       port: busyPort,
       adminToken: Option.none(),
       metricsPublic: false,
       databaseUrl: Option.none(),
-      dataDir: ":memory:",
+      dataDir: folder.dataDir,
       logLevel: "None"
     })
     const exit = await Effect.runPromiseExit(Effect.scoped(Layer.build(ServerLive.pipe(Layer.provide(config)))))

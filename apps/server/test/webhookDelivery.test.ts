@@ -11,21 +11,24 @@ import { Dispatcher, WebhookResolver } from "../src/webhooks/Dispatcher.ts"
 import { RETRY_DELAYS_MILLIS } from "../src/webhooks/schedule.ts"
 import { WebhookDesk } from "../src/webhooks/WebhookDesk.ts"
 import { WebhookEndpoints } from "../src/webhooks/WebhookEndpoints.ts"
+import { freshPgliteFolder } from "./support/databaseTemplates.ts"
 
-/** The webhook services over PGlite in memory, the dispatcher's loop off: each test drives `runOnce` itself. */
-const services = (overrides: Partial<AppConfigValues>) => {
-  const config = AppConfig.layerWith({
-    dataDir: ":memory:",
-    databaseUrl: Option.none(),
-    webhookDelivery: false,
-    ...overrides
-  })
-  return Layer.mergeAll(Dispatcher.layer, WebhookDesk.layer).pipe(
-    Layer.provideMerge(Layer.mergeAll(Events.layer, WebhookEndpoints.layer, Deliveries.layer)),
-    Layer.provideMerge(Database.layer),
-    Layer.provideMerge(config)
-  )
-}
+/** The webhook services over a fresh PGlite database, the dispatcher's loop off: each test drives `runOnce` itself. */
+const services = (overrides: Partial<AppConfigValues>) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const folder = yield* Effect.acquireRelease(Effect.sync(freshPgliteFolder), (folder) => Effect.sync(folder.remove))
+    const config = AppConfig.layerWith({
+      dataDir: folder.dataDir,
+      databaseUrl: Option.none(),
+      webhookDelivery: false,
+      ...overrides
+    })
+    return Layer.mergeAll(Dispatcher.layer, WebhookDesk.layer).pipe(
+      Layer.provideMerge(Layer.mergeAll(Events.layer, WebhookEndpoints.layer, Deliveries.layer)),
+      Layer.provideMerge(Database.layer),
+      Layer.provideMerge(config)
+    )
+  }))
 
 const receiver = Effect.acquireRelease(Effect.promise(() => startWebhookReceiver()), (r) => Effect.promise(r.close))
 

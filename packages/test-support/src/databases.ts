@@ -12,11 +12,20 @@ export interface TestDatabase {
   readonly drop: () => Promise<void>
 }
 
-/** A new, empty database beside the one `adminUrl` names. */
-export const createTestDatabase = async (adminUrl: string, prefix = "petstore_test"): Promise<TestDatabase> => {
+/**
+ * A new database beside the one `adminUrl` names: empty, or a copy of `template` (a database nobody is connected
+ * to), which PostgreSQL makes by copying files, far cheaper than replaying what made the template.
+ */
+export const createTestDatabase = async (
+  adminUrl: string,
+  prefix = "petstore_test",
+  template?: string
+): Promise<TestDatabase> => {
   const name = `${prefix}_${randomBytes(6).toString("hex")}`
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} })
-  await admin.unsafe(`CREATE DATABASE ${name}`)
+  await admin.unsafe(
+    template === undefined ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${template}`
+  )
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
   return {

@@ -1,7 +1,8 @@
 import { Effect, Layer, Option } from "effect"
 import { AppConfig } from "../../src/config.ts"
 import { Database } from "../../src/db/Database.ts"
-import { createTestDatabase, missingTool, postgresAdminUrl, redisBinaries, startRedis } from "@petstore/test-support"
+import { missingTool, redisBinaries, startRedis } from "@petstore/test-support"
+import { freshPgliteFolder, freshPostgresDatabase } from "./databaseTemplates.ts"
 import { RedisQuotaStore, type RedisQuotaStoreOptions } from "../../src/quota/redis/RedisQuotaStore.ts"
 import { settings } from "./settings.ts"
 
@@ -9,12 +10,16 @@ import { settings } from "./settings.ts"
 export const testDatabase = (backend: "pglite" | "postgres") =>
   Layer.unwrap(Effect.gen(function*() {
     if (backend === "pglite") {
+      const folder = yield* Effect.acquireRelease(
+        Effect.sync(freshPgliteFolder),
+        (folder) => Effect.sync(folder.remove)
+      )
       return Database.layer.pipe(
-        Layer.provide(AppConfig.layerWith({ dataDir: ":memory:", databaseUrl: Option.none() }))
+        Layer.provide(AppConfig.layerWith({ dataDir: folder.dataDir, databaseUrl: Option.none() }))
       )
     }
     const database = yield* Effect.acquireRelease(
-      Effect.promise(() => createTestDatabase(postgresAdminUrl!)),
+      Effect.promise(freshPostgresDatabase),
       (database) => Effect.promise(() => database.drop())
     )
     return Database.layer.pipe(
