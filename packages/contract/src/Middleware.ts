@@ -42,9 +42,14 @@ export class ApiKeyAuth
   })
 {}
 
+const adminTokenBearer = bearer.pipe(HttpApiSecurity.annotate(
+  OpenApi.Description,
+  "The operator's admin token (`ADMIN_TOKEN`), sent as `Authorization: Bearer <ADMIN_TOKEN>`. API keys are refused here."
+))
+
 /** Bearer authentication with the operator's admin token (admin listener only). */
 export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth>()("@petstore/contract/AdminAuth", {
-  security: { adminToken: bearer },
+  security: { adminToken: adminTokenBearer },
   error: Unauthorized
 }) {}
 

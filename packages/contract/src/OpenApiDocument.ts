@@ -231,3 +231,53 @@ export const documentApi = (rules: DocumentRules) => (spec: Json): Json => {
     components: { ...components, schemas, headers }
   }
 }
+
+/**
+ * An API-level transform: component schemas that Effect names after a class's encoded side (`ApiKeyEncoded`, for
+ * `Schema.Class`) take the class's name, as the public document's do, unless that name is taken.
+ */
+export const renameEncodedSchemas = (spec: Json): Json => {
+  const names = Object.keys(spec.components.schemas)
+  const renames = names.flatMap((name) => {
+    const plain = name.replace(/Encoded$/u, "")
+    return plain !== name && !names.includes(plain) ? [[name, plain] as const] : []
+  })
+  let text = JSON.stringify(spec)
+  for (const [from, to] of renames) {
+    text = text.replaceAll(`"#/components/schemas/${from}"`, `"#/components/schemas/${to}"`)
+  }
+  const renamed = JSON.parse(text) as Json
+  renamed.components.schemas = Object.fromEntries(
+    Object.entries(renamed.components.schemas as Json).map(([name, schema]) => [
+      renames.find(([from]) => from === name)?.[1] ?? name,
+      schema
+    ])
+  )
+  return renamed
+}
+
+/**
+ * An API-level transform: every answer at a status gets its description, where the error class's own (written for
+ * the public API's callers) would mislead this API's readers.
+ */
+export const describeAnswers = (descriptions: Readonly<Record<number, string>>) => (spec: Json): Json => ({
+  ...spec,
+  paths: Object.fromEntries(
+    Object.entries(spec.paths as Json).map(([path, item]) => [
+      path,
+      Object.fromEntries(
+        Object.entries(item as Json).map(([method, operation]) => [method, {
+          ...operation,
+          responses: Object.fromEntries(
+            Object.entries(operation.responses as Json).map(([status, response]) => [
+              status,
+              descriptions[Number(status)] === undefined
+                ? response
+                : { ...response, description: descriptions[Number(status)] }
+            ])
+          )
+        }])
+      )
+    ])
+  )
+})

@@ -185,3 +185,25 @@ export const headersOf = (
     ...corsHeaderNames.map((name) => ({ name, absentWhen: "originNotAllowed" }))
   ]
 }
+
+/**
+ * The headers the admin listener's edge puts on answers of the admin API (README "Admin API"), for its OpenAPI
+ * document: the request id on every answer (the request log's), a 503's `Retry-After`, and a 401's challenge, in the admin realm. The
+ * admin API spends no quota and answers no browser, so it has neither rate-limit nor CORS headers.
+ */
+export const adminResponseHeaders = {
+  "X-Request-Id": responseHeaders["X-Request-Id"],
+  "Retry-After": responseHeaders["Retry-After"],
+  "WWW-Authenticate": {
+    schema: Schema.String.check(Schema.isPattern(/^Bearer realm="petstore-admin"(?:, error="invalid_token")?$/u))
+      .annotate({ examples: ["Bearer realm=\"petstore-admin\", error=\"invalid_token\""] }),
+    description: "The bearer challenge (RFC 6750), with `error=\"invalid_token\"` when a token was sent and refused"
+  }
+} satisfies Record<string, DocumentedHeader>
+
+/** The admin edge's headers on an answer of an admin operation, by its status (a 503: the database is away). */
+export const adminHeadersOf = (_operationId: string, status: number): ReadonlyArray<EdgeHeader> => [
+  "X-Request-Id",
+  ...(status === 401 ? ["WWW-Authenticate"] : []),
+  ...(status === 503 ? ["Retry-After"] : [])
+]

@@ -43,7 +43,17 @@ const packTheContract = async (packs: string) => {
   const copy = join(stage, "packages", "contract")
   mkdirSync(copy, { recursive: true })
   cpSync(join(repositoryRoot, "tsconfig.base.json"), join(stage, "tsconfig.base.json"))
-  for (const entry of ["package.json", "tsconfig.build.json", "README.md", "openapi.json", "src", "examples"]) {
+  for (
+    const entry of [
+      "package.json",
+      "tsconfig.build.json",
+      "README.md",
+      "openapi.json",
+      "openapi.admin.json",
+      "src",
+      "examples"
+    ]
+  ) {
     cpSync(join(packageDir, entry), join(copy, entry), { recursive: true })
   }
   symlinkSync(join(packageDir, "node_modules"), join(copy, "node_modules"))
@@ -85,6 +95,7 @@ describe("the package as users install it, outside the repository", () => {
       "README.md",
       "dist",
       "examples",
+      "openapi.admin.json",
       "openapi.json",
       "package.json",
       "src"

@@ -5,6 +5,7 @@ import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
 import { AppConfig } from "../config.ts"
 import { prometheusText } from "../observability/metrics.ts"
 import { AccountHandlers } from "./AccountHandlers.ts"
+import { AdminDocumentRoute } from "./adminDocument.ts"
 import { AdminHandlers, AuditHandlers } from "./AdminHandlers.ts"
 import { DocumentRoutes } from "./anonymousSurfaces.ts"
 import { AdminAuthLive, ApiKeyAuthLive, isAdminToken } from "./ApiKeyAuth.ts"
@@ -72,6 +73,7 @@ const MetricsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {
 
 export const AdminRoutes = Layer.mergeAll(
   MetricsRoute,
+  AdminDocumentRoute,
   HttpApiBuilder.layer(AdminApi).pipe(
     Layer.provide(
       Layer.mergeAll(AdminHandlers, AuditHandlers).pipe(
