@@ -2,7 +2,7 @@ import { API_BASE_PATH, PetstoreApi, RateLimited } from "@petstore/contract"
 import { Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
-import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
+import { ApiKeys } from "../auth/ApiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { anonymousQuotaSubject } from "../net/ipAddress.ts"
 import { clientAddress, type ProxyTrust } from "../net/proxyTrust.ts"
@@ -11,6 +11,7 @@ import { traced } from "../observability/spans.ts"
 import { Quota, type QuotaDecision } from "../quota/Quota.ts"
 import { answerEveryFailure, errorResponse } from "./errors.ts"
 import { rateLimitHeaders } from "./rateLimitHeaders.ts"
+import type { Admission } from "./admission.ts"
 import { CurrentRequestFacts } from "./requestLog.ts"
 import { type Operation, routeTable } from "./routeTable.ts"
 
@@ -44,14 +45,6 @@ const rateLimited = (decision: QuotaDecision) =>
  * identified here, outside any operation, because every request under `/v1`
  * spends quota, unknown paths included; `ApiKeyAuth` then only judges the caller.
  */
-export interface Admission {
-  /** The live key the bearer credential named; none without one, when the client's address spent its quota. */
-  readonly key: Option.Option<ApiKey>
-  readonly decision: QuotaDecision
-  /** The error the request is refused with when it may not go on; none when it was admitted. */
-  readonly refusal: Option.Option<RateLimited>
-}
-
 /**
  * The current request's admission, for `ApiKeyAuth` and the handlers that
  * report quota. HttpApi builds an operation's services once, with its routes,

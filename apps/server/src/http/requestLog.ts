@@ -3,7 +3,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { randomUUID } from "node:crypto"
 import { recordRequestUnsafe } from "../observability/metrics.ts"
 import { renderUnrouted, withRequestIdInErrorBody } from "./errors.ts"
-import type { Admission } from "./quotaAdmission.ts"
+import type { Admission } from "./admission.ts"
 import { refuseUnroutableTargets } from "./requestTarget.ts"
 
 /** What the routes learn about a request that belongs on its log line, and its quota admission. */
