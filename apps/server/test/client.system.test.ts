@@ -10,7 +10,7 @@ import {
 import { Effect, Option, Schema, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { fileURLToPath } from "node:url"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, expect, it } from "vitest"
 import {
   ADMIN_TOKEN,
   createTestDatabase,
@@ -20,14 +20,14 @@ import {
   startServerProcess,
   type TestDatabase
 } from "@petstore/test-support"
-import { backends } from "./support/databases.ts"
+import { describeOnEachBackend } from "./support/databases.ts"
 
 /** The example of packages/contract/README.md (a test there checks that the README shows this very file). */
 const quickstart = fileURLToPath(new URL("../../../packages/contract/examples/quickstart.ts", import.meta.url))
 
 const runQuickstart = (env: Record<string, string>) => runScript(quickstart, [], env)
 
-describe.each(backends)("the typed client against a server process on $name", ({ name }) => {
+describeOnEachBackend("the typed client against a server process", ({ name }) => {
   let started: StartedProcess
   let database: TestDatabase | undefined
   let apiKey: string

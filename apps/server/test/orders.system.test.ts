@@ -202,6 +202,8 @@ describeOnEachBackend("orders under concurrent commands, in one server process",
   })
   afterAll(() => server?.stop())
 
+  // No bound of its own here or below: vitest.config.ts's hang guards apply. At load 45 on two cores this
+  // property on PGlite ran past the 120 s it once had, and three processes took as long to start.
   it("keeps every pending pet's one open order, and no other pet's, whatever the interleaving", async () => {
     await fc.assert(
       fc.asyncProperty(batches, async (drawn) => {
@@ -210,7 +212,7 @@ describeOnEachBackend("orders under concurrent commands, in one server process",
       }),
       { numRuns: 15 }
     )
-  }, 120_000)
+  })
 })
 
 describe("orders over three server processes on one PostgreSQL database", needsPostgres, () => {
@@ -221,7 +223,10 @@ describe("orders over three server processes on one PostgreSQL database", needsP
 
   beforeAll(async () => {
     database = await createTestDatabase(postgresAdminUrl!)
-    processes.push(...await Promise.all([0, 1, 2].map(() => startServerProcess({ DATABASE_URL: database.url }))))
+    // Exact counts are asked here, not speed: 30 orders for one pet queue on its row lock, and at load 40 they
+    // waited past the default 5 s statement timeout and got 503 (94 of 300, measured) instead of 409.
+    const env = { DATABASE_URL: database.url, DATABASE_STATEMENT_TIMEOUT: "60" }
+    processes.push(...await Promise.all([0, 1, 2].map(() => startServerProcess(env))))
     const limits = { perMinute: 1_000_000, perDay: 100_000_000 }
     keys = {
       customers: [
@@ -230,7 +235,7 @@ describe("orders over three server processes on one PostgreSQL database", needsP
       ],
       staff: await staffKey(processes[2]!.admin)
     }
-  }, 120_000)
+  })
   afterAll(async () => {
     await Promise.all(processes.map((process) => process.server.stop()))
     await database?.drop()
@@ -269,8 +274,7 @@ describe("orders over three server processes on one PostgreSQL database", needsP
       expect(answers.filter(({ answer }) => answer.status === 201)).toHaveLength(PETS)
       expect(answers.filter(({ answer }) => answer.status === 409)).toHaveLength(PETS * (ORDERS_PER_PET - 1))
       expect(await sqlViolations(database.url)).toEqual([])
-    },
-    120_000
+    }
   )
 
   it(
