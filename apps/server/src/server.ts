@@ -2,7 +2,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer, Logger, Option, References } from "effect"
 import { FetchHttpClient, HttpRouter, HttpServer } from "effect/http"
 import { OtlpSerialization, OtlpTracer } from "effect/observability"
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { AdminAudit } from "./auth/AdminAudit.ts"
 import { ApiKeys } from "./auth/ApiKeys.ts"
 import { AppConfig, quotaStoreKind } from "./config.ts"
@@ -59,6 +59,21 @@ const connectionLimits = (keepAliveTimeoutSeconds: number) => ({
 })
 
 /**
+ * At shutdown (after the drain, before the listener closes), every keep-alive connection closes as soon as it
+ * is idle, and an answer given from then on says `Connection: close`: the listener's close ends only the
+ * connections idle at that moment, and one that answers a request after it would otherwise hold the process
+ * for the whole `KEEP_ALIVE_TIMEOUT`.
+ */
+const closeConnectionsWhenIdle = (server: Server) => {
+  server.on("request", (_request: IncomingMessage, response: ServerResponse) => {
+    response.shouldKeepAlive = false
+  })
+  server.closeIdleConnections()
+  const sweep = setInterval(() => server.closeIdleConnections(), 100).unref()
+  server.once("close", () => clearInterval(sweep))
+}
+
+/**
  * Builds every route first and only then listens, so the server never accepts
  * a connection it cannot answer yet: once `/healthz` answers, everything does.
  */
@@ -94,6 +109,8 @@ const listen = <E, R>(routes: Layer.Layer<never, E, R>, listener: Listener) =>
       )
     ).pipe(Effect.catchTag("ServeError", (error) => Effect.fail(cannotListen(listener, error.cause))))
     nodeServer.off("request", untilServed)
+    // Added after the platform's own finalizer, so it runs before the platform closes the listener.
+    yield* Effect.addFinalizer(() => Effect.sync(() => closeConnectionsWhenIdle(nodeServer)))
     return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
   })
 
