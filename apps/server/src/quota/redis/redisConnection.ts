@@ -99,10 +99,18 @@ export const redisEndpoints = (urls: ReadonlyArray<string>): RedisEndpoints => {
 const CLIENT_CERTIFICATE_ALERT =
   /^ERR_SSL_(?:TLSV1\d*|SSLV3)_ALERT_(?:CERTIFICATE_REQUIRED|UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN)$/
 
+/**
+ * A reset of a TLS connection made without a client certificate: under TLS 1.3 the server checks the client's
+ * certificate after the client has finished its handshake, so its refusal (the alert) can be lost to a reset of
+ * the connection the client is already writing on.
+ */
+const refusedWithoutCertificate = (tls: { readonly cert?: string } | undefined, code: string | undefined) =>
+  tls !== undefined && tls.cert === undefined && (code === "ECONNRESET" || code === "EPIPE")
+
 /** Why the first connection failed, on one line for the start-up's (OpenSSL's messages span lines). */
-const describeConnectFailure = (cause: unknown) => {
+const describeConnectFailure = (cause: unknown, tls: { readonly cert?: string } | undefined) => {
   const code = (cause as NodeJS.ErrnoException | undefined)?.code
-  const why = typeof code === "string" && CLIENT_CERTIFICATE_ALERT.test(code)
+  const why = typeof code === "string" && (CLIENT_CERTIFICATE_ALERT.test(code) || refusedWithoutCertificate(tls, code))
     ? `TLS: Redis refused this client's certificate, or wants one (sslcert, sslkey) (${code})`
     : describeTlsFailure(cause) ??
       `cannot reach Redis: ${
@@ -128,7 +136,7 @@ export const connectRedis = (target: RedisTarget) =>
           try: () => open(target.type, endpoints),
           catch: (cause) =>
             new StartupError({
-              message: `REDIS_URL (${redisTarget(target.urls)}): ${describeConnectFailure(cause)}`
+              message: `REDIS_URL (${redisTarget(target.urls)}): ${describeConnectFailure(cause, endpoints.tls)}`
             })
         })
       )
