@@ -231,6 +231,13 @@ export const AppConfigShape = EnvironmentShape.pipe(
 export const usesPreparedStatements = (config: AppConfigValues): boolean =>
   Option.getOrElse(config.databasePreparedStatements, () => Option.isNone(config.databaseDirectUrl))
 
+/**
+ * Statements pipelined on a busy connection: only where no transaction pooler is declared or implied by unnamed
+ * statements (a pooler loses pipelined answers: `db/postgresInternals.ts`, `pipelineOption`).
+ */
+export const pipelinesStatements = (config: AppConfigValues): boolean =>
+  Option.isNone(config.databaseDirectUrl) && usesPreparedStatements(config)
+
 export class AppConfig extends Context.Service<AppConfig, AppConfigValues>()("@petstore/server/AppConfig") {
   /** For tests: the defaults, with some values replaced. */
   static readonly layerWith = (overrides: Partial<AppConfigValues>) =>

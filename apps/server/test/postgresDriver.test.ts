@@ -34,6 +34,7 @@ describe("a statement given up after its timeout (abandon)", needsPostgres, () =
     const driver = postgresDriver(connectionSettings("DATABASE_URL", settings.postgresUrl(postgresAdminUrl!)), {
       poolSize: 1,
       prepare: true,
+      pipeline: true,
       silenceMillis: 60_000,
       onConnectionClosed: (reason) => closed.push(reason)
     })
@@ -92,6 +93,7 @@ describe("a session lost under its statement", needsPostgres, () => {
     postgresDriver(connectionSettings("DATABASE_URL", settings.postgresUrl(url)), {
       poolSize: 1,
       prepare: true,
+      pipeline: true,
       silenceMillis: 60_000,
       onConnectionClosed: () => {}
     })

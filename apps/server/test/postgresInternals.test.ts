@@ -13,6 +13,7 @@ import postgres from "postgres"
 import { describe, expect, it } from "vitest"
 import { Sessions, watchAnswers } from "../src/db/answerWatch.ts"
 import {
+  pipelineOption,
   POSTGRES_JS_VERSION,
   type PostgresSocketOptions,
   socketOption,
@@ -53,25 +54,59 @@ describe("the postgres.js version postgresInternals.ts was written for", () => {
 })
 
 describe("what postgresInternals.ts relies on in postgres.js", needsPostgres, () => {
-  /** A client whose one connection is made through the `socket` option, watched, with every chunk written seen. */
-  const open = () => {
+  /**
+   * A client whose one connection is made through the `socket` option, watched, with every chunk written seen,
+   * and the wire's traffic in order: each chunk written, and each one read (`read`).
+   */
+  const open = (extra: {} = {}) => {
     const calls: Array<PostgresSocketOptions> = []
     const written: Array<Uint8Array> = []
+    const traffic: Array<Uint8Array | "read"> = []
     const sessions = new Sessions()
     const url = new URL(postgresAdminUrl!)
     const sql = postgres(postgresAdminUrl!, {
       max: 1,
       onnotice: () => {},
       ssl: false,
+      ...extra,
       ...socketOption(async (options) => {
         calls.push(options)
         const socket = net.connect({ host: options.host[0]!, port: options.port[0]! })
         await new Promise((resolve, reject) => socket.once("connect", resolve).once("error", reject))
-        tapWrites(socket as Duplex, (chunk) => written.push(chunk))
+        tapWrites(socket as Duplex, (chunk) => {
+          written.push(chunk)
+          traffic.push(chunk)
+        })
+        socket.on("data", () => traffic.push("read"))
         return watchAnswers(socket as Duplex, 60_000, () => {}, sessions)
       })
     })
-    return { sql, calls, written, sessions, url }
+    return { sql, calls, written, traffic, sessions, url }
+  }
+
+  /** How many statements (Sync messages) the client wrote, from `from` in `traffic`, before it read anything. */
+  const syncsBeforeAnAnswer = (traffic: ReadonlyArray<Uint8Array | "read">, from: number) => {
+    const firstRead = traffic.indexOf("read", from)
+    const bytes = Buffer.concat(traffic.slice(from, firstRead === -1 ? undefined : firstRead) as Array<Uint8Array>)
+    let syncs = 0
+    // Typed messages only: the untyped start-up message was written before `from`.
+    for (let at = 0; at + 5 <= bytes.length; at += 1 + bytes.readInt32BE(at + 1)) {
+      if (bytes[at] === 0x53) syncs++
+    }
+    return syncs
+  }
+
+  /** Three statements at once on the one connection, after it is open; how many were sent before an answer. */
+  const sentBeforeAnAnswer = async (extra: {}) => {
+    const { sql, traffic } = open(extra)
+    try {
+      await sql`SELECT 1`
+      const from = traffic.length
+      await Promise.all([1, 2, 3].map(() => sql`SELECT pg_sleep(0.05)`))
+      return syncsBeforeAnAnswer(traffic, from)
+    } finally {
+      await sql.end({ timeout: 5 })
+    }
   }
 
   it("calls the socket option for each connection with the URL's hosts and ports, and writes its bytes as Uint8Array chunks", async () => {
@@ -98,6 +133,21 @@ describe("what postgresInternals.ts relies on in postgres.js", needsPostgres, ()
       expect(session!.pid, broken("a statement's `state.pid` is not its connection's backend pid")).toBe(row!.pid)
       // The key the statement carries is the one BackendKeyData filed: closing by it finds the connection.
       expect(sessions.close(session!.pid, session!.secret, "timed_out"), broken("`state.secret`")).toBe(true)
+    } finally {
+      await sql.end({ timeout: 5 })
+    }
+  })
+
+  it("pipelines statements on a busy connection by default, and sends one at a time with max_pipeline 0", async () => {
+    expect(await sentBeforeAnAnswer(pipelineOption(true)), broken("`max_pipeline` no longer pipelines")).toBe(3)
+    expect(await sentBeforeAnAnswer(pipelineOption(false)), broken("`max_pipeline: 0` still pipelines")).toBe(1)
+  })
+
+  it("runs sql.begin on a pool of several connections that sends one statement at a time (the patch)", async () => {
+    const sql = postgres(postgresAdminUrl!, { max: 2, onnotice: () => {}, ...pipelineOption(false) })
+    try {
+      const rows = await sql.begin((tx) => tx`SELECT 1 AS one`)
+      expect(rows[0]?.one, broken("sql.begin with `max_pipeline: 0` (patches/postgres@3.4.9.patch)")).toBe(1)
     } finally {
       await sql.end({ timeout: 5 })
     }

@@ -53,7 +53,7 @@
 import { Clock, Context, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { AppConfig, type AppConfigValues, usesPreparedStatements } from "../config.ts"
+import { AppConfig, type AppConfigValues, pipelinesStatements, usesPreparedStatements } from "../config.ts"
 import { StartupError } from "../startupError.ts"
 import { measureQuery, recordConnectionClosedUnsafe, recordStatementTimeout } from "../observability/metrics.ts"
 import { connectionSettings } from "./connectionSettings.ts"
@@ -119,6 +119,7 @@ export const openDrivers = Effect.fnUntraced(function*(config: AppConfigValues, 
             // Migrating needs one connection; serving, the pool operators sized.
             poolSize: role === "migrate" ? 1 : config.databasePoolSize,
             prepare: usesPreparedStatements(config),
+            pipeline: pipelinesStatements(config),
             silenceMillis: role === "migrate" ? 0 : statementTimeoutMillis(config),
             onConnectionClosed
           }),
@@ -134,6 +135,7 @@ export const openDrivers = Effect.fnUntraced(function*(config: AppConfigValues, 
         postgresDriver(connectionSettings("DATABASE_DIRECT_URL", directUrl.value), {
           poolSize: 1,
           prepare: true,
+          pipeline: true,
           // Migrations may wait on a lock, and a listening connection owes nothing while it waits.
           silenceMillis: 0,
           onConnectionClosed

@@ -3,7 +3,7 @@ import { type CloseReason, Sessions } from "./answerWatch.ts"
 import type { ConnectionSettings } from "./connectionSettings.ts"
 import { socketFactory } from "./connections.ts"
 import { type Driver, INT8_OID, parseInt8, type RunQuery } from "./Driver.ts"
-import { socketOption, statementSession } from "./postgresInternals.ts"
+import { pipelineOption, socketOption, statementSession } from "./postgresInternals.ts"
 
 /**
  * The longest wait before the pool tries to connect again. postgres.js counts
@@ -25,6 +25,11 @@ export interface PostgresDriverOptions {
    * connection, where a named statement may not exist: unnamed ones are the safe choice there.
    */
   readonly prepare: boolean
+  /**
+   * Whether a busy connection may be sent more statements before it answers (postgres.js's pipelining): only
+   * where no transaction pooler can be in between (`postgresInternals.ts`, `pipelineOption`, says why).
+   */
+  readonly pipeline: boolean
   /** A connection owing an answer this long is closed and replaced; 0: never. */
   readonly silenceMillis: number
   readonly onConnectionClosed: (reason: CloseReason) => void
@@ -39,6 +44,7 @@ export const postgresDriver = (settings: ConnectionSettings, options: PostgresDr
     connect_timeout: 5,
     backoff: reconnectDelaySeconds,
     onnotice: () => {},
+    ...pipelineOption(options.pipeline),
     // TLS is made by the socket factory, per `sslmode`.
     ssl: false,
     ...socketOption(socketFactory({
