@@ -53,13 +53,19 @@ const lastUseScenario = scenario("--last-use")
 const heapFlagsScenario = scenario("--heap-flags")
 /**
  * The Node flags `pnpm start` gives the server (the heap sizing of docs/operations.md, "Memory"), read from the root
- * package.json's `start` script, so that the bench measures the defaults operators run.
+ * package.json's `start` script, so that the bench measures the defaults operators run: its `NODE_OPTIONS` defaults,
+ * and the flags on its `node` command line (those Node refuses in `NODE_OPTIONS`, such as `--heap-growing-percent`).
  */
 const shippedNodeOptions = (() => {
   const { scripts } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"))
-  const flags = /NODE_OPTIONS=\\?"([^"$]*)/.exec(scripts.start)?.[1]
-  if (flags === undefined) throw new Error("the root package.json's start script gives no NODE_OPTIONS defaults")
-  return flags.trim()
+  const environment = /NODE_OPTIONS=\\?"([^"$]*)/.exec(scripts.start)?.[1]
+  const commandLine = /\bnode((?: --[^ ]+)*) scripts\/runBuilt\.js/.exec(scripts.start)?.[1]
+  if (environment === undefined || commandLine === undefined) {
+    throw new Error(
+      "the root package.json's start script gives no NODE_OPTIONS defaults, or runs no `node … scripts/runBuilt.js`"
+    )
+  }
+  return `${environment.trim()} ${commandLine.trim()}`.trim()
 })()
 /** Node flags for every server process, e.g. heap sizing (`--max-semi-space-size=8`): BENCH_SERVER_NODE_OPTIONS. */
 const serverNodeOptions = (process.env.BENCH_SERVER_NODE_OPTIONS ?? shippedNodeOptions).split(" ").filter(Boolean)
