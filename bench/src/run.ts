@@ -20,7 +20,7 @@
  * Scenarios beside the floors, each run in a full run and, with --quick, only when named:
  * --redis (list and create on the Redis quota store against the PostgreSQL store, with PostgreSQL's and
  * Redis's CPU per request), --last-use (what writing the keys' last use costs), --heap-flags (the shipped Node
- * flags against none: req per CPU-s and soak RSS). BENCH_ENDPOINTS=none leaves the floors out. With
+ * flags against none, or the sets BENCH_HEAP_FLAGS names: req per CPU-s and soak RSS). BENCH_ENDPOINTS=none leaves the floors out. With
  * BENCH_BASELINE set to another server's main.ts (e.g. an older commit's tree,
  * checked out inside the repository so that it resolves the same packages),
  * --quick measures it too, alternating: an A/B of two versions under the same
@@ -53,19 +53,25 @@ const lastUseScenario = scenario("--last-use")
 const heapFlagsScenario = scenario("--heap-flags")
 /**
  * The Node flags `pnpm start` gives the server (the heap sizing of docs/operations.md, "Memory"), read from the root
- * package.json's `start` script, so that the bench measures the defaults operators run.
+ * package.json's `start` script, so that the bench measures the defaults operators run: its `NODE_OPTIONS` defaults,
+ * and the flags on its `node` command line (those Node refuses in `NODE_OPTIONS`, such as `--heap-growing-percent`).
  */
 const shippedNodeOptions = (() => {
   const { scripts } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"))
-  const flags = /NODE_OPTIONS=\\?"([^"$]*)/.exec(scripts.start)?.[1]
-  if (flags === undefined) throw new Error("the root package.json's start script gives no NODE_OPTIONS defaults")
-  return flags.trim()
+  const environment = /NODE_OPTIONS=\\?"([^"$]*)/.exec(scripts.start)?.[1]
+  const commandLine = /\bnode((?: --[^ ]+)*) scripts\/runBuilt\.js/.exec(scripts.start)?.[1]
+  if (environment === undefined || commandLine === undefined) {
+    throw new Error(
+      "the root package.json's start script gives no NODE_OPTIONS defaults, or runs no `node … scripts/runBuilt.js`"
+    )
+  }
+  return `${environment.trim()} ${commandLine.trim()}`.trim()
 })()
 /** Node flags for every server process, e.g. heap sizing (`--max-semi-space-size=8`): BENCH_SERVER_NODE_OPTIONS. */
 const serverNodeOptions = (process.env.BENCH_SERVER_NODE_OPTIONS ?? shippedNodeOptions).split(" ").filter(Boolean)
 const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? 300)
-/** Each server's soak in the heap-flag A/B: the full soak's length, or 30 s in a quick run. */
-const heapSoakSeconds = Number(process.env.BENCH_HEAP_SOAK_SECONDS ?? (quick ? 30 : soakSeconds))
+/** Each server's soak per round of the heap-flag A/B: 60 s, or 30 s in a quick run (every round soaks every set). */
+const heapSoakSeconds = Number(process.env.BENCH_HEAP_SOAK_SECONDS ?? (quick ? 30 : 60))
 const soakRate = Number(process.env.BENCH_SOAK_RATE ?? 1000)
 const CONNECTIONS = 64
 const serverMain = builtServerEntry(import.meta.url)
@@ -231,9 +237,9 @@ const main = async () => {
     await new Promise((resolve) => setTimeout(resolve, 10_000))
     const idleRss = rssMiB(server.server.child.pid!)
     console.log(
-      `server RSS 10 s after start-up: ${idleRss.toFixed(0)} MiB (budget ${IDLE_MEMORY_TARGET_MIB} MiB); Node flags: ${
-        serverNodeOptions.join(" ") || "none"
-      }`
+      `server RSS 10 s after start-up: ${idleRss.toFixed(0)} MiB (budget ${IDLE_MEMORY_TARGET_MIB} MiB: ${
+        idleRss <= IDLE_MEMORY_TARGET_MIB ? "met" : "missed"
+      }); Node flags: ${serverNodeOptions.join(" ") || "none"}`
     )
     const db = postgres(databaseUrl, { max: 1, onnotice: () => {} })
     await db`INSERT INTO pets (name, category_id, status)
@@ -502,33 +508,40 @@ const main = async () => {
 
     let heapFlags: HeapFlagsResult | undefined
     if (heapFlagsScenario) {
-      const shippedFlags = shippedNodeOptions.split(" ").filter(Boolean)
-      const withFlags = await startServer("server with the shipped Node flags", {}, [], shippedFlags)
-      const withoutFlags = await startServer("server with no Node flags", {}, [], [])
-      const pair = [["flags", withFlags], ["noflags", withoutFlags]] as const
-      for (const [, target] of pair) await run(target, "list", 3)
+      // Every candidate's server at once, so that each round measures them all under the same load; each with a
+      // pool of 4 (64 connections' list requests keep 2–3 busy), so that several fit beside others' work on a
+      // shared PostgreSQL (100 connections).
+      const candidates: Array<HeapCandidate> = []
+      for (const spec of heapCandidateSpecs) {
+        const { nodeOptions, env } = parseHeapCandidate(spec)
+        const target = await startServer(
+          `server with ${spec || "no Node flags"}`,
+          { DATABASE_POOL_SIZE: "4", ...env },
+          [],
+          nodeOptions
+        )
+        candidates.push({ spec, target, saturated: [], soaks: [] })
+      }
+      for (const { target } of candidates) await run(target, "list", 3)
       for (let round = 1; round <= rounds; round++) {
-        for (const [label, target] of pair) {
-          const m = await run(target, "list", seconds)
-          record(`${label} list`, m)
-          show(round, label, "list", m)
+        for (const candidate of candidates) {
+          const m = await run(candidate.target, "list", seconds)
+          candidate.saturated.push(m)
+          show(round, candidate.spec || "none", "list", m)
+        }
+        for (const candidate of candidates) {
+          console.log(
+            `round ${round} soak (${candidate.spec || "none"}): ${heapSoakSeconds} s at ${soakRate} req/s of list`
+          )
+          candidate.soaks.push(await soakRun(candidate.target, key, heapSoakSeconds, HEAP_SOAK_SAMPLE_MILLIS))
         }
       }
-      const soaks: Array<SoakResult> = []
-      for (const [label, target] of pair) {
-        console.log(`soak (${label}): ${heapSoakSeconds} s at ${soakRate} req/s of list`)
-        soaks.push(await soakRun(target, key, heapSoakSeconds))
-      }
       heapFlags = {
-        flags: shippedFlags.join(" "),
-        withFlags: combine(results.get("flags list")!),
-        withoutFlags: combine(results.get("noflags list")!),
-        soakWith: soaks[0]!,
-        soakWithout: soaks[1]!
+        shipped: shippedNodeOptions,
+        candidates: candidates.map(({ spec, saturated, soaks }) => ({ spec, saturated, soaks }))
       }
       for (const line of heapFlagsLines(heapFlags)) console.log(line)
-      await withFlags.server.stop()
-      await withoutFlags.server.stop()
+      for (const { target } of candidates) await target.server.stop()
     }
     console.log(
       `server RSS after the runs: ${rssMiB(server.server.child.pid!).toFixed(0)} MiB; its log: ${
@@ -612,18 +625,26 @@ const keptAnalysis = () => {
 interface SoakResult {
   readonly samples: ReadonlyArray<{ readonly at: number; readonly rss: number }>
   readonly rps: number
+  readonly requests: number
+  readonly cpu: number
   readonly requestsPerCpuSecond: number
   readonly p99: number
+  readonly errors: number
 }
 
-/** A steady rate for a long while, sampling the server's resident memory every 10 s. */
-const soakRun = async (server: Target, key: string, soakSeconds: number): Promise<SoakResult> => {
+/** A steady rate for a long while, sampling the server's resident memory every `sampleMillis` (10 s). */
+const soakRun = async (
+  server: Target,
+  key: string,
+  soakSeconds: number,
+  sampleMillis = 10_000
+): Promise<SoakResult> => {
   const samples: Array<{ at: number; rss: number }> = []
   const begin = Date.now()
   const pid = server.server.child.pid!
   const sampler = setInterval(
     () => samples.push({ at: Math.round((Date.now() - begin) / 1000), rss: rssMiB(pid) }),
-    10_000
+    sampleMillis
   )
   const cpuBefore = cpuSeconds(pid)
   const result = await autocannon({
@@ -643,16 +664,21 @@ const soakRun = async (server: Target, key: string, soakSeconds: number): Promis
       `server CPU ${(1000 * cpu / result.requests.total).toFixed(3)} s per 1,000 requests (${
         (result.requests.total / cpu).toFixed(0)
       } req per CPU-s); ` +
-      `RSS MiB every 10 s: ${samples.map((sample) => sample.rss.toFixed(0)).join(" ")}; ` +
+      `RSS MiB every ${sampleMillis / 1000} s: ${samples.map((sample) => sample.rss.toFixed(0)).join(" ")}; ` +
       `peak ${soakRss(samples).peak.toFixed(0)}, steady ${
         soakRss(samples).steady.toFixed(0)
-      } MiB against a budget of ${MEMORY_TARGET_MIB} MiB`
+      } MiB against a budget of ${MEMORY_TARGET_MIB} MiB: ${
+        soakRss(samples).peak <= MEMORY_TARGET_MIB ? "met" : "missed"
+      }`
   )
   return {
     samples,
     rps: result.requests.average,
+    requests: result.requests.total,
+    cpu,
     requestsPerCpuSecond: result.requests.total / cpu,
-    p99: result.latency.p99
+    p99: result.latency.p99,
+    errors: result.non2xx + result.errors + result.timeouts
   }
 }
 
@@ -807,38 +833,90 @@ const lastUseLines = (input: LastUseResult) =>
     }.`
   )
 
+/** One set of heap settings under test: its server's saturated rounds and soaks, one of each per round. */
+interface HeapCandidate {
+  readonly spec: string
+  readonly target: Target
+  readonly saturated: Array<Measure>
+  readonly soaks: Array<SoakResult>
+}
 interface HeapFlagsResult {
-  readonly flags: string
-  readonly withFlags: Measure
-  readonly withoutFlags: Measure
-  readonly soakWith: SoakResult
-  readonly soakWithout: SoakResult
+  /** The flags `pnpm start` ships. */
+  readonly shipped: string
+  readonly candidates: ReadonlyArray<Omit<HeapCandidate, "target">>
 }
 /** Issue 35: the shipped heap flags may cost at most 5% of requests per CPU-second. */
 const HEAP_FLAGS_KEPT = 0.95
 
-const heapFlagsLines = (input: HeapFlagsResult) => {
-  const ratio = perCpuSecond(input.withFlags) / perCpuSecond(input.withoutFlags)
-  const soakRatio = input.soakWith.requestsPerCpuSecond / input.soakWithout.requestsPerCpuSecond
-  const rss = (soak: SoakResult) => {
-    const { peak, steady } = soakRss(soak.samples)
-    return `peak ${peak.toFixed(0)}, steady ${steady.toFixed(0)} MiB`
-  }
-  return [
-    `- Requests per server CPU-second, GET /v1/pets?limit=20 at ${CONNECTIONS} connections, with the shipped flags (\`${input.flags}\`): ${
-      ratio.toFixed(2)
-    }× the same build with none (${perCpuSecond(input.withFlags).toFixed(0)} against ${
-      perCpuSecond(input.withoutFlags).toFixed(0)
-    }), against at least ${HEAP_FLAGS_KEPT.toFixed(2)}×: ${atLeast(ratio, HEAP_FLAGS_KEPT) ? "met" : "missed"}.`,
-    `- Under the soak (${soakRate} req/s): ${soakRatio.toFixed(2)}× the req per CPU-s without the flags (${
-      input.soakWith.requestsPerCpuSecond.toFixed(0)
-    } against ${input.soakWithout.requestsPerCpuSecond.toFixed(0)}); resident memory with the flags ${
-      rss(input.soakWith)
-    }, without ${rss(input.soakWithout)}, against a budget of ${MEMORY_TARGET_MIB} MiB: ${
-      soakRss(input.soakWith.samples).peak <= MEMORY_TARGET_MIB ? "met" : "missed"
-    } with the flags, ${soakRss(input.soakWithout.samples).peak <= MEMORY_TARGET_MIB ? "met" : "missed"} without.`
-  ]
+/**
+ * What --heap-flags compares (BENCH_HEAP_FLAGS): sets separated by `;`, each Node flags and `NAME=value`
+ * environment variables (glibc's MALLOC_ARENA_MAX is one); an empty set is V8's own defaults, the reference the
+ * others' CPU is set against. By default the shipped flags against none.
+ */
+const heapCandidateSpecs = (process.env.BENCH_HEAP_FLAGS ?? `${shippedNodeOptions};`).split(";").map((spec) =>
+  spec.trim().split(/\s+/).filter(Boolean).join(" ")
+)
+const parseHeapCandidate = (spec: string) => {
+  const words = spec.split(" ").filter(Boolean)
+  const env = Object.fromEntries(
+    words.filter((word) => /^[A-Z_][A-Z0-9_]*=/.test(word)).map((word) => {
+      const at = word.indexOf("=")
+      return [word.slice(0, at), word.slice(at + 1)]
+    })
+  )
+  return { nodeOptions: words.filter((word) => word.startsWith("-")), env }
 }
+/** The heap A/B's soaks are short rounds: resident memory is sampled every 2 s rather than 10. */
+const HEAP_SOAK_SAMPLE_MILLIS = 2_000
+
+/** Per candidate: req per CPU-s over all its rounds, and each round's ratio to the reference in the same round. */
+const heapFlagsSummary = (input: HeapFlagsResult) => {
+  const reference = input.candidates.find((candidate) => candidate.spec === "") ?? input.candidates[0]!
+  const soakCombined = (soaks: ReadonlyArray<SoakResult>) => ({
+    perCpuSecond: soaks.reduce((sum, s) => sum + s.requests, 0) / soaks.reduce((sum, s) => sum + s.cpu, 0),
+    rps: soaks.map((s) => s.rps).sort((a, b) => a - b)[Math.floor(soaks.length / 2)] ?? 0,
+    errors: soaks.reduce((sum, s) => sum + s.errors, 0)
+  })
+  const spread = (values: ReadonlyArray<number>) =>
+    `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}`
+  return input.candidates.map((candidate) => {
+    const saturated = combine(candidate.saturated)
+    const soaked = soakCombined(candidate.soaks)
+    // Steady from the last round: the earlier ones are its warm-up, and V8 may shrink the heap between rounds.
+    const allSamples = candidate.soaks.flatMap((s) => s.samples)
+    const lastSamples = candidate.soaks.at(-1)?.samples ?? []
+    return {
+      spec: candidate.spec,
+      reference: candidate === reference,
+      saturated,
+      saturatedRatio: perCpuSecond(saturated) / perCpuSecond(combine(reference.saturated)),
+      saturatedSpread: spread(
+        candidate.saturated.map((m, i) => perCpuSecond(m) / perCpuSecond(reference.saturated[i]!))
+      ),
+      soaked,
+      soakRatio: soaked.perCpuSecond / soakCombined(reference.soaks).perCpuSecond,
+      soakSpread: spread(
+        candidate.soaks.map((s, i) => s.requestsPerCpuSecond / reference.soaks[i]!.requestsPerCpuSecond)
+      ),
+      peak: Math.max(0, ...allSamples.map((sample) => sample.rss)),
+      steady: soakRss(lastSamples).steady
+    }
+  })
+}
+
+const heapFlagsLines = (input: HeapFlagsResult) =>
+  heapFlagsSummary(input).filter((row) => !row.reference).map((row) => {
+    const cpuMet = atLeast(row.saturatedRatio, HEAP_FLAGS_KEPT) && atLeast(row.soakRatio, HEAP_FLAGS_KEPT)
+    return `- \`${row.spec}\`${row.spec === input.shipped ? " (shipped)" : ""}: ${
+      row.saturatedRatio.toFixed(2)
+    }× the req per CPU-s of V8's defaults at ${CONNECTIONS} connections (rounds ${row.saturatedSpread}), ${
+      row.soakRatio.toFixed(2)
+    }× under the soak at ${soakRate} req/s (rounds ${row.soakSpread}), against at least ${
+      HEAP_FLAGS_KEPT.toFixed(2)
+    }×: ${cpuMet ? "met" : "missed"}; soak RSS peak ${row.peak.toFixed(0)}, steady ${
+      row.steady.toFixed(0)
+    } MiB against ${MEMORY_TARGET_MIB} MiB: ${row.peak <= MEMORY_TARGET_MIB ? "met" : "missed"}.`
+  })
 
 const report = (input: {
   readonly results: Map<string, Array<Measure>>
@@ -995,25 +1073,26 @@ const report = (input: {
     const { heapFlags } = input
     lines.push(
       "",
-      `## Heap flags: \`${heapFlags.flags}\` against none (issue 35)`,
+      "## Heap flags (issue 35)",
       "",
-      "Two servers of the same build, alternating round by round on GET /v1/pets?limit=20, then each soaked alone for",
-      `${heapSoakSeconds} s at ${soakRate} req/s.`,
+      `One server per set of flags, the same build, alternating round by round (${rounds} rounds): ${seconds} s of`,
+      `GET /v1/pets?limit=20 at ${CONNECTIONS} connections, then ${heapSoakSeconds} s each at ${soakRate} req/s. "vs none"`,
+      "is req per CPU-s over all rounds against V8's defaults; in brackets the lowest and highest of the rounds'",
+      "ratios, each against the same round's server with none. Soak RSS: peak of every round, steady of the last.",
       "",
-      "| Node flags | req per CPU-s | vs none | req/s | p50 ms | p99 ms | soak req per CPU-s | soak RSS peak MiB | soak RSS steady MiB | non-2xx |",
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-      ...([["shipped", heapFlags.withFlags, heapFlags.soakWith], [
-        "none",
-        heapFlags.withoutFlags,
-        heapFlags.soakWithout
-      ]] as const)
-        .map(([label, m, soaked]) =>
-          `| ${label} | ${perCpuSecond(m).toFixed(0)} | ${
-            (perCpuSecond(m) / perCpuSecond(heapFlags.withoutFlags)).toFixed(2)
-          }× | ${m.rps.toFixed(0)} | ${m.p50} | ${m.p99} | ${soaked.requestsPerCpuSecond.toFixed(0)} | ${
-            soakRss(soaked.samples).peak.toFixed(0)
-          } | ${soakRss(soaked.samples).steady.toFixed(0)} | ${m.errors} |`
-        )
+      "| Node flags | req per CPU-s | vs none (rounds) | req/s | p99 ms | soak req per CPU-s | vs none (rounds) | soak req/s | soak RSS peak MiB | soak RSS steady MiB | non-2xx |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+      ...heapFlagsSummary(heapFlags).map((row) =>
+        `| ${row.spec === "" ? "none" : `\`${row.spec}\``}${row.spec === heapFlags.shipped ? " (shipped)" : ""} | ${
+          perCpuSecond(row.saturated).toFixed(0)
+        } | ${row.saturatedRatio.toFixed(2)}× (${row.saturatedSpread}) | ${
+          row.saturated.rps.toFixed(0)
+        } | ${row.saturated.p99} | ${row.soaked.perCpuSecond.toFixed(0)} | ${
+          row.soakRatio.toFixed(2)
+        }× (${row.soakSpread}) | ${row.soaked.rps.toFixed(0)} | ${row.peak.toFixed(0)} | ${row.steady.toFixed(0)} | ${
+          row.saturated.errors + row.soaked.errors
+        } |`
+      )
     )
   }
   if (input.soakSamples.length > 0) {

@@ -33,14 +33,18 @@ export const scalarConfig: HttpApiScalar.ScalarConfig = {
 }
 
 /**
- * The OpenAPI document and the docs page, from the contract with this deployment's servers. The document is
- * rendered at start-up; Scalar's page on its first visit (its bundle is 6 MB of JavaScript, held twice in the
- * heap while the page is built), and only its bytes are kept.
+ * The OpenAPI document and the docs page, from the contract with this deployment's servers, each rendered on its
+ * first request and only its bytes kept: Scalar's page (its bundle is 6 MB of JavaScript, held twice in the heap
+ * while the page is built), and the document (about 240 KB of JSON, and a few MB of garbage while `OpenApi.fromApi`
+ * builds it, which grew the young generation at start-up: issue 35's idle budget). Most processes are never asked
+ * for either.
  */
 export const DocumentRoutes = Layer.unwrap(Effect.gen(function*() {
   const { openApiServers, publicBaseUrl } = yield* AppConfig
   const api = documentedPetstoreApi(documentServers(openApiServers, publicBaseUrl))
-  const document = yield* represent(Buffer.from(JSON.stringify(OpenApi.fromApi(api))), "application/json")
+  const document = yield* Effect.cached(
+    Effect.suspend(() => represent(Buffer.from(JSON.stringify(OpenApi.fromApi(api))), "application/json"))
+  )
   const renderDocsPage = Effect.scoped(Effect.gen(function*() {
     const scalar = yield* HttpRouter.toHttpEffect(HttpApiScalar.layer(api, { path: "/docs", scalar: scalarConfig }))
     const page = yield* scalar.pipe(
@@ -59,7 +63,10 @@ export const DocumentRoutes = Layer.unwrap(Effect.gen(function*() {
     yield* router.add(
       "GET",
       `${API_BASE_PATH}/openapi.json`,
-      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => answer(document, request))
+      Effect.flatMap(
+        Effect.zip(document, HttpServerRequest.HttpServerRequest),
+        ([representation, request]) => answer(representation, request)
+      )
     )
     yield* router.add(
       "GET",
