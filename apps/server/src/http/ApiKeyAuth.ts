@@ -1,5 +1,5 @@
-import { AdminAuth, ApiKeyAuth, CurrentApiKey, Unauthorized } from "@petstore/contract"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { AdminAuth, ApiKeyAuth, CurrentApiKey, type RateLimited, Unauthorized } from "@petstore/contract"
+import { Effect, Layer, Option, Redacted, type Types } from "effect"
 import { timingSafeEqual } from "node:crypto"
 import { AppConfig } from "../config.ts"
 import { traced } from "../observability/spans.ts"
@@ -8,6 +8,10 @@ import { currentAdmission } from "./quotaAdmission.ts"
 const unauthorized = new Unauthorized({
   message: "A valid API key is required: send `Authorization: Bearer <API_KEY>`"
 })
+
+const tracedBearerAuth = traced("ApiKeyAuth.bearerAuth")
+/** What the route may fail with here: its own failures (HttpApi's `unhandled`) or the middleware's refusals. */
+type Refusal = RateLimited | Unauthorized | Types.unhandled
 
 /**
  * Lets through only a request that quota admission admitted for a live key,
@@ -20,12 +24,14 @@ const unauthorized = new Unauthorized({
 export const ApiKeyAuthLive = Layer.succeed(
   ApiKeyAuth,
   ApiKeyAuth.of({
-    bearerAuth: Effect.fnUntraced(function*(httpEffect) {
-      const { key, refusal } = yield* currentAdmission
-      if (Option.isSome(refusal)) return yield* refusal.value
-      if (Option.isNone(key)) return yield* unauthorized
-      return yield* Effect.provideService(httpEffect, CurrentApiKey, key.value)
-    }, traced("ApiKeyAuth.bearerAuth"))
+    // A pipeline rather than a generator: it runs on every operation under /v1.
+    bearerAuth: (httpEffect) =>
+      tracedBearerAuth(Effect.flatMap(currentAdmission, ({ key, refusal }) =>
+        Option.isSome(refusal)
+          ? Effect.fail<Refusal>(refusal.value)
+          : Option.isNone(key)
+          ? Effect.fail<Refusal>(unauthorized)
+          : Effect.provideService(httpEffect, CurrentApiKey, key.value)))
   })
 )
 

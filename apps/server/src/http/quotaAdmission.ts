@@ -1,8 +1,8 @@
 import { API_BASE_PATH, PetstoreApi, RateLimited } from "@petstore/contract"
-import { Effect, Option } from "effect"
+import { Context, Effect, Option } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiSecurity } from "effect/http-api"
-import { ApiKeys } from "../auth/ApiKeys.ts"
+import { type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
 import { AppConfig } from "../config.ts"
 import { anonymousQuotaSubject } from "../net/ipAddress.ts"
 import { clientAddress, type ProxyTrust } from "../net/proxyTrust.ts"
@@ -12,7 +12,7 @@ import { Quota, type QuotaDecision } from "../quota/Quota.ts"
 import { answerEveryFailure, errorResponse } from "./errors.ts"
 import { rateLimitHeaders } from "./rateLimitHeaders.ts"
 import type { Admission } from "./admission.ts"
-import { CurrentRequestFacts } from "./requestLog.ts"
+import { CurrentRequestFacts, type RequestFacts } from "./requestLog.ts"
 import { type Operation, routeTable } from "./routeTable.ts"
 
 /**
@@ -77,52 +77,73 @@ export const quotaAdmission = Effect.gen(function*() {
   const table = yield* routeTable(PetstoreApi)
   const bearerCredential = HttpApiBuilder.securityDecode(HttpApiSecurity.bearer)
 
-  /** An operation that costs no quota is only looked at for a ban, and only for a key: an address always pays. */
-  const admit = Effect.fnUntraced(function*(operation: Option.Option<Operation>) {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const facts = yield* CurrentRequestFacts
-    facts.route = Option.match(operation, { onNone: () => `${API_BASE_PATH}/*`, onSome: ({ path }) => path })
-    const key = yield* apiKeys.authenticate(yield* bearerCredential)
-    if (Option.isSome(key)) Object.assign(facts, { keyId: key.value.id, plan: key.value.plan })
-    const subject = Option.match(key, {
-      onSome: quota.keySubject,
-      onNone: () => quota.addressSubject(anonymousSubjectOf(request, trust))
+  const tracedAdmit = traced("quotaAdmission.admit")
+
+  /** The quota decision for the caller `authenticate` found, put in the request's facts. */
+  const decide = (
+    request: HttpServerRequest.HttpServerRequest,
+    facts: RequestFacts,
+    operation: Option.Option<Operation>,
+    key: Option.Option<ApiKey>
+  ) => {
+    if (Option.isSome(key)) {
+      facts.keyId = key.value.id
+      facts.plan = key.value.plan
+    }
+    const subject = Option.isSome(key)
+      ? quota.keySubject(key.value)
+      : quota.addressSubject(anonymousSubjectOf(request, trust))
+    const costsNothing = Option.isSome(key) && Option.isSome(operation) && operation.value.costsNoQuota
+    return Effect.flatMap(costsNothing ? quota.peek(subject) : quota.admit(subject), (decision) => {
+      const banned = Option.isSome(decision.bannedUntil)
+      const refused = costsNothing ? banned : !decision.admitted
+      facts.quota = banned ? "banned" : refused ? "limited" : costsNothing ? "not_spent" : "admitted"
+      const admission: Admission = {
+        key,
+        decision,
+        refusal: refused ? Option.some(rateLimited(decision)) : Option.none()
+      }
+      facts.admission = admission
+      return refused
+        ? Effect.as(
+          recordQuotaRefusal(
+            Option.isSome(key) ? key.value.plan : "anonymous",
+            banned ? "api_key_banned" : "rate_limited"
+          ),
+          admission
+        )
+        : Effect.succeed(admission)
     })
-    const costsNothing = Option.isSome(key) && Option.exists(operation, ({ costsNoQuota }) => costsNoQuota)
-    const decision = yield* (costsNothing ? quota.peek(subject) : quota.admit(subject))
-    const refused = costsNothing ? Option.isSome(decision.bannedUntil) : !decision.admitted
-    facts.quota = Option.isSome(decision.bannedUntil)
-      ? "banned"
-      : refused
-      ? "limited"
-      : costsNothing
-      ? "not_spent"
-      : "admitted"
-    if (refused) {
-      yield* recordQuotaRefusal(
-        Option.match(key, { onNone: () => "anonymous", onSome: (key) => key.plan }),
-        Option.isSome(decision.bannedUntil) ? "api_key_banned" : "rate_limited"
+  }
+
+  /**
+   * An operation that costs no quota is only looked at for a ban, and only for a key: an address always pays.
+   * Written as a pipeline on the fiber's context rather than a generator: it runs on every request under /v1.
+   */
+  const admit = (operation: Option.Option<Operation>) =>
+    tracedAdmit(Effect.withFiber((fiber) => {
+      const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
+      const facts = fiber.getRef(CurrentRequestFacts)
+      facts.route = Option.isSome(operation) ? operation.value.path : `${API_BASE_PATH}/*`
+      return Effect.flatMap(
+        bearerCredential,
+        (credential) =>
+          Effect.flatMap(apiKeys.authenticate(credential), (key) => decide(request, facts, operation, key))
       )
-    }
-    const admission: Admission = {
-      key,
-      decision,
-      refusal: refused ? Option.some(rateLimited(decision)) : Option.none()
-    }
-    facts.admission = admission
-    return admission
-  }, traced("quotaAdmission.admit"))
+    }))
 
   return <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-    Effect.gen(function*() {
-      const operation = table.matched(yield* HttpRouter.RouteContext)
-      const admission = yield* admit(operation)
-      const response = Option.isSome(admission.refusal) && Option.isNone(operation)
-        ? errorResponse(admission.refusal.value)
-        : yield* answerEveryFailure(httpEffect)
-      return HttpServerResponse.setHeaders(
-        response,
-        rateLimitHeaders(admission.decision, Option.isSome(admission.refusal))
-      )
+    Effect.withFiber((fiber) => {
+      const operation = table.matched(Context.getUnsafe(fiber.context, HttpRouter.RouteContext))
+      return Effect.flatMap(admit(operation), (admission) => {
+        const refused = Option.isSome(admission.refusal)
+        const answer = refused && Option.isNone(operation)
+          ? Effect.succeed(errorResponse(admission.refusal.value))
+          : answerEveryFailure(httpEffect)
+        return Effect.map(
+          answer,
+          (response) => HttpServerResponse.setHeaders(response, rateLimitHeaders(admission.decision, refused))
+        )
+      })
     })
 })

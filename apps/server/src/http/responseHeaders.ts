@@ -32,18 +32,22 @@ export const v1ResponseHeaders = Effect.map(routeTable(PetstoreApi), (table) => 
   const deprecatedAnswer = { ...everyV1Answer, ...getPetDeprecationHeaders }
   const betaAnswer = { ...everyV1Answer, ...betaStabilityHeader }
   const challenge = challengeIfUnauthorized("petstore")
+  // The route (and so the headers) is known before it runs: one look at the fiber, and a plain map of the answer.
   return <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-    Effect.flatMap(answerEveryFailure(httpEffect), (response) =>
-      Effect.withFiber((fiber) => {
-        const context = Context.getUnsafe(fiber.context, HttpRouter.RouteContext)
-        const headers = Option.match(table.matched(context), {
-          onNone: () => everyV1Answer,
-          onSome: (operation) => operation.deprecated ? deprecatedAnswer : operation.beta ? betaAnswer : everyV1Answer
-        })
-        return response.status === 401
+    Effect.withFiber((fiber) => {
+      const operation = table.matched(Context.getUnsafe(fiber.context, HttpRouter.RouteContext))
+      const headers = Option.isNone(operation)
+        ? everyV1Answer
+        : operation.value.deprecated
+        ? deprecatedAnswer
+        : operation.value.beta
+        ? betaAnswer
+        : everyV1Answer
+      return Effect.flatMap(answerEveryFailure(httpEffect), (response) =>
+        response.status === 401
           ? Effect.map(challenge(response), (challenged) => HttpServerResponse.setHeaders(challenged, headers))
-          : Effect.succeed(HttpServerResponse.setHeaders(response, headers))
-      }))
+          : Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
+    })
 })
 
 /** Route middleware of the admin API: every failure gets the Error shape, every 401 (of the keys API and of /metrics) its challenge. */

@@ -40,8 +40,13 @@ type Params = Readonly<Record<string, string | undefined>>
  * `/v1/pets/:petId`), but the contract has no such path: it is an unknown
  * path, not an invalid parameter.
  */
-export const hasEmptyParameter = (params: Params) =>
-  Object.entries(params).some(([name, value]) => name !== "*" && value === "")
+export const hasEmptyParameter = (params: Params) => {
+  // A loop rather than Object.entries: the edge asks this on every request, and the entries are arrays.
+  for (const name in params) {
+    if (name !== "*" && Object.hasOwn(params, name) && params[name] === "") return true
+  }
+  return false
+}
 
 export interface RouteTable {
   /** The operation the router matched; none for a catch-all route, or for a path with an empty parameter. */
@@ -84,10 +89,23 @@ export const routeTable = Effect.fnUntraced(function*(api: ApiRoutes) {
   for (const operation of operations) matcher.on(operation.method, operation.path as FindMyWay.PathInput, operation)
   const byRoute = new Map(operations.map((operation) => [`${operation.method} ${operation.path}`, operation]))
   const methods = [...new Set(operations.map((operation) => operation.method))]
+  /**
+   * Each route's operation, found once: the router hands every request of a route the same route object, and the
+   * edge asks on every request (a key string and an Option each time otherwise).
+   */
+  const ofRoute = new WeakMap<object, Option.Option<Operation>>()
+  const operationOf = (route: HttpRouter.RouteContext["Service"]["route"]) => {
+    let operation = ofRoute.get(route)
+    if (operation === undefined) {
+      operation = Option.fromNullishOr(byRoute.get(`${route.method} ${route.path}`))
+      ofRoute.set(route, operation)
+    }
+    return operation
+  }
+  const none = Option.none<Operation>()
 
   return {
-    matched: ({ params, route }) =>
-      hasEmptyParameter(params) ? Option.none() : Option.fromNullishOr(byRoute.get(`${route.method} ${route.path}`)),
+    matched: ({ params, route }) => hasEmptyParameter(params) ? none : operationOf(route),
     allowedMethods: (url) => {
       const allowed = methods.filter((method) => {
         const found = matcher.find(method, url)
