@@ -14,6 +14,7 @@ import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { AdminAudit } from "../auth/AdminAudit.ts"
 import { type Actor, type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
+import type { KeyMissing } from "../auth/KeyRefusals.ts"
 import { clientAddress, type ProxyTrust } from "../net/proxyTrust.ts"
 import { Quota } from "../quota/Quota.ts"
 import { WebhookEndpoints } from "../webhooks/WebhookEndpoints.ts"
@@ -35,7 +36,10 @@ const toView = (key: ApiKey) =>
     ...(key.lastUsedAt === null ? {} : { lastUsedAt: key.lastUsedAt.toISOString() })
   })
 
-const noSuchKey = (id: ApiKeyId) => new NotFound({ message: `No live API key has id ${id}` })
+/** The contract's answer to each refusal of `ApiKeys`: the compiler checks every one is answered. */
+const answerKeyRefusals = {
+  KeyMissing: ({ keyId }: KeyMissing) => Effect.fail(new NotFound({ message: `No live API key has id ${keyId}` }))
+}
 
 /** The audit trail's caller: the client's address as `TRUST_PROXY` finds it, as for the public listener. */
 const actorOf = (trust: ProxyTrust, request: HttpServerRequest.HttpServerRequest): Actor => ({
@@ -53,10 +57,7 @@ export const AdminHandlers = HttpApiBuilder.group(
     const quota = withoutDatabaseError(yield* Quota)
     const webhookEndpoints = withoutDatabaseError(yield* WebhookEndpoints)
     const trust = yield* configuredProxyTrust
-    const findKey = (id: ApiKeyId) =>
-      apiKeys.find(id).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.fail(noSuchKey(id)), onSome: Effect.succeed }))
-      )
+    const findKey = (id: ApiKeyId) => apiKeys.find(id).pipe(Effect.catchTags(answerKeyRefusals))
 
     return handlers
       .handle("createKey", ({ payload, request }) =>
@@ -71,26 +72,23 @@ export const AdminHandlers = HttpApiBuilder.group(
         "updateKey",
         ({ params, payload, request }) =>
           apiKeys.update(params.id, payload, actorOf(trust, request)).pipe(
-            Effect.flatMap(Option.match({
-              onNone: () => Effect.fail(noSuchKey(params.id)),
-              onSome: (key) => Effect.succeed(toView(key))
-            }))
+            Effect.map(toView),
+            Effect.catchTags(answerKeyRefusals)
           )
       )
       .handle(
         "rollKey",
         ({ params, payload, request }) =>
           apiKeys.roll(params.id, payload.overlapSeconds ?? DEFAULT_ROLL_OVERLAP_SECONDS, actorOf(trust, request)).pipe(
-            Effect.flatMap(Option.match({
-              onNone: () => Effect.fail(noSuchKey(params.id)),
-              onSome: ({ key, secret }) => Effect.succeed(new CreatedKey({ ...toView(key), key: secret }))
-            }))
+            Effect.map(({ key, secret }) => new CreatedKey({ ...toView(key), key: secret })),
+            Effect.catchTags(answerKeyRefusals)
           )
       )
-      .handle("revokeKey", ({ params, request }) =>
-        apiKeys.revoke(params.id, actorOf(trust, request)).pipe(
-          Effect.flatMap((revoked) => revoked ? Effect.void : Effect.fail(noSuchKey(params.id)))
-        ))
+      .handle(
+        "revokeKey",
+        ({ params, request }) =>
+          apiKeys.revoke(params.id, actorOf(trust, request)).pipe(Effect.catchTags(answerKeyRefusals))
+      )
       .handle("keyUsage", ({ params }) =>
         findKey(params.id).pipe(
           Effect.flatMap((key) => quota.peek(quota.keySubject(key))),
