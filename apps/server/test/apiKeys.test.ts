@@ -1,11 +1,11 @@
 import { assert, layer } from "@effect/vitest"
 import { Clock, Deferred, Effect, Fiber, Layer, Option, Redacted } from "effect"
 import { TestClock } from "effect/testing"
-import { InvalidRequest, MAX_KEY_LIFETIME_SECONDS } from "@petstore/contract"
+import { MAX_KEY_LIFETIME_SECONDS } from "@petstore/contract"
 import { createHash, randomBytes } from "node:crypto"
 import { ApiKeys, EXPIRED_KEY_RETENTION_DAYS, KEY_CACHE_TTL_MILLIS } from "../src/auth/ApiKeys.ts"
 import { hasValidChecksum, KEY_PATTERN } from "../src/auth/keyFormat.ts"
-import { KeyMissing } from "../src/auth/KeyRefusals.ts"
+import { KeyExpiryRefused, KeyMissing } from "../src/auth/KeyRefusals.ts"
 import { Database } from "../src/db/Database.ts"
 import { describeOnEachBackend } from "./support/databases.ts"
 import { testDatabase } from "./support/layers.ts"
@@ -182,7 +182,7 @@ describeOnEachBackend("ApiKeys", ({ name }) => {
         const [keys] = yield* twoProcesses()
         for (const expiresAt of [at(0), at(MAX_KEY_LIFETIME_SECONDS * 1_000 + 1)]) {
           const refused = yield* Effect.flip(keys.create({ plan: "free", expiresAt }))
-          assert.instanceOf(refused, InvalidRequest)
+          assert.instanceOf(refused, KeyExpiryRefused)
         }
         const { key, secret } = yield* keys.create({ plan: "free", expiresAt: at(MAX_KEY_LIFETIME_SECONDS * 1_000) })
         const cleared = yield* keys.update(key.id, { expiresAt: null })

@@ -2,7 +2,6 @@ import {
   type ApiKeyId,
   type AuditAction,
   type CreateKeyRequest,
-  InvalidRequest,
   type KeyRole,
   type Plan,
   planQuotas,
@@ -15,7 +14,7 @@ import { Database } from "../db/Database.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { arrayLiteral, sql } from "../db/sql.ts"
 import { isKeyShaped, newSecret } from "./keyFormat.ts"
-import { KeyMissing } from "./KeyRefusals.ts"
+import { type KeyExpiryRefused, type KeyLimitsRefused, KeyMissing } from "./KeyRefusals.ts"
 import { checkExpiresAt, checkPlanLimits } from "./keyRequests.ts"
 import { traced } from "../observability/spans.ts"
 
@@ -110,13 +109,16 @@ export class ApiKeys extends Context.Service<ApiKeys, {
   readonly create: (
     request: CreateKeyRequest,
     actor?: Actor
-  ) => Effect.Effect<{ readonly key: ApiKey; readonly secret: string }, InvalidRequest | DatabaseError>
+  ) => Effect.Effect<
+    { readonly key: ApiKey; readonly secret: string },
+    KeyExpiryRefused | KeyLimitsRefused | DatabaseError
+  >
   readonly list: (state?: "live" | "expired") => Effect.Effect<ReadonlyArray<ApiKey>, DatabaseError>
   readonly update: (
     id: ApiKeyId,
     request: UpdateKeyRequest,
     actor?: Actor
-  ) => Effect.Effect<ApiKey, KeyMissing | InvalidRequest | DatabaseError>
+  ) => Effect.Effect<ApiKey, KeyMissing | KeyExpiryRefused | KeyLimitsRefused | DatabaseError>
   /** A new secret for the key; the one it had keeps working for `overlapSeconds`, any older one stops now. */
   readonly roll: (
     id: ApiKeyId,
