@@ -10,12 +10,13 @@
  * A `redis-server` of its own on a free port (never 6379), no persistence. Writes its table into
  * bench/RESULTS.md between its markers, unless `--quick` (then it only prints).
  */
+import { parseRedisUrl } from "@petstore/server/net/redisUrl"
 import { EXPIRY_GRACE_MILLIS } from "@petstore/server/quota/QuotaStore"
 import { ADMIT_SCRIPT, ADMIT_SCRIPT_SHA1 } from "@petstore/server/quota/redis/admitScript"
 import { connectRedis, type RedisConnection } from "@petstore/server/quota/redis/redisConnection"
 import { subjectKey } from "@petstore/server/quota/redis/RedisQuotaStore"
 import { startRedis } from "@petstore/test-support"
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import { readFileSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, totalmem } from "node:os"
 import { fileURLToPath } from "node:url"
@@ -69,7 +70,7 @@ const main = async () => {
     const redisVersion = /redis_version:(\S+)/.exec(server)?.[1] ?? "?"
     const baseline = info(await node.cli("info", "memory"), "used_memory")
     const points = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const connection = yield* connectRedis({ type: "single", urls: [redis.url] })
+      const connection = yield* connectRedis({ type: "single", url: Result.getOrThrow(parseRedisUrl(redis.url)) })
       return yield* Effect.promise(async () => {
         const points: Array<Point> = []
         let admitted = 0

@@ -13,6 +13,7 @@ import {
 import { type AllowedOrigins, parseAllowedOrigins, settingOfOrigins } from "./net/corsOrigins.ts"
 import { parsePostgresUrl, type PostgresUrl } from "./net/postgresUrl.ts"
 import { parseProxyTrust, type ProxyTrust, settingOfProxyTrust } from "./net/proxyTrust.ts"
+import { parseRedisUrl } from "./net/redisUrl.ts"
 
 /**
  * A setting decoded once, here, into the value the code uses: `parse` refuses a value with the words the operator
@@ -129,10 +130,15 @@ const EnvironmentShape = Config.all({
   quotaStore: Config.option(Config.Literals(["memory", "postgres", "redis"], "QUOTA_STORE")),
   /** Redis or Valkey for `QUOTA_STORE=redis` (README "Quotas on Redis"): one server, or a Cluster's seed nodes. */
   redisType: Config.Literals(["single", "cluster"], "REDIS_TYPE").pipe(Config.withDefault("single" as const)),
+  /** Its URLs and TLS parameters read (`net/redisUrl.ts`); redacted, as it may hold a password. */
   redisUrl: Config.option(Config.schema(
-    Schema.Redacted(Schema.String.check(Schema.isPattern(/^rediss?:\/\/[^\s,]+(,\s*rediss?:\/\/[^\s,]+)*$/, {
-      expected: "a redis:// or rediss:// URL (a Cluster's seed nodes comma-separated)"
-    }))),
+    decodedBy(
+      Schema.Redacted(Schema.String.check(Schema.isPattern(/^rediss?:\/\/[^\s,]+(,\s*rediss?:\/\/[^\s,]+)*$/, {
+        expected: "a redis:// or rediss:// URL (a Cluster's seed nodes comma-separated)"
+      }))),
+      (setting) => Result.map(parseRedisUrl(Redacted.value(setting)), Redacted.make),
+      (url): Redacted.Redacted<string> => Redacted.make(Redacted.value(url).text)
+    ),
     "REDIS_URL"
   )),
   quotaStoreFailure: Config.Literals(["closed", "open"], "QUOTA_STORE_FAILURE").pipe(

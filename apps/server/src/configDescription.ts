@@ -56,7 +56,7 @@ const describeEvery = (config: AppConfigValues) =>
     quotaStore: Option.getOrElse(config.quotaStore, () => "<by DATABASE_URL>"),
     redisUrl: Option.match(config.redisUrl, {
       onNone: () => "<unset>",
-      onSome: (urls) => Redacted.value(urls).split(",").map((url) => maskUrl(url.trim())).join(",")
+      onSome: (url) => Redacted.value(url).text.split(",").map((each) => maskUrl(each.trim())).join(",")
     }),
     banThreshold: Option.getOrElse(config.banThreshold, () => "<the key's per-minute limit>"),
     trustProxy: settingOfProxyTrust(config.trustProxy),

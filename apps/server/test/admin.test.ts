@@ -63,8 +63,16 @@ describeOnEachBackend("admin API", ({ name }) => {
   it("refuses an enterprise key without limits, and limits on another plan", async () => {
     const withoutLimits = await createKey({ plan: "enterprise" })
     expectError(withoutLimits, 400, "invalid_request")
-    expect(withoutLimits.body.details[0].path).toBe("body.limits")
-    expectError(await createKey({ plan: "free", limits: { perMinute: 1, perDay: 1 } }), 400, "invalid_request")
+    expect(withoutLimits.body).toMatchObject({
+      message: "An enterprise key needs `limits`",
+      details: [{ path: "body.limits", message: "required for the enterprise plan" }]
+    })
+    const limitsOnFree = await createKey({ plan: "free", limits: { perMinute: 1, perDay: 1 } })
+    expectError(limitsOnFree, 400, "invalid_request")
+    expect(limitsOnFree.body).toMatchObject({
+      message: "The free plan has fixed limits; `limits` is only for enterprise keys",
+      details: [{ path: "body.limits", message: "allowed only with the enterprise plan" }]
+    })
   })
 
   it.each<[string, unknown]>([
@@ -157,7 +165,9 @@ describeOnEachBackend("admin API", ({ name }) => {
   })
 
   it("answers 404 for an unknown key id and 400 for a malformed one", async () => {
-    expectError(await admin("/keys/key_0000000000000000", { method: "PATCH", body: "{}" }), 404, "not_found")
+    const unknown = await admin("/keys/key_0000000000000000", { method: "PATCH", body: "{}" })
+    expectError(unknown, 404, "not_found")
+    expect(unknown.body.message).toBe("No live API key has id key_0000000000000000")
     expectError(await admin("/keys/nope", { method: "DELETE" }), 400, "invalid_request")
   })
 
@@ -203,18 +213,25 @@ describeOnEachBackend("admin API", ({ name }) => {
       expect(cleared.status).toBe(200)
       expect(cleared.body).not.toHaveProperty("expiresAt")
       for (
-        const refused of [
-          inSeconds(-60),
-          inSeconds(MAX_KEY_LIFETIME_SECONDS + 3_600),
-          "tomorrow",
-          "2030-02-30",
-          `${new Date().getUTCFullYear() + 1}-02-30T00:00:00Z`,
-          "2027-01-01T24:00:00Z"
+        const [refused, why] of [
+          [inSeconds(-60), "must be in the future"],
+          [inSeconds(MAX_KEY_LIFETIME_SECONDS + 3_600), `at most ${MAX_KEY_LIFETIME_SECONDS / 86_400} days ahead`],
+          // Not RFC 3339 timestamps: refused by the schema, in its words.
+          ["tomorrow", undefined],
+          ["2030-02-30", undefined],
+          [`${new Date().getUTCFullYear() + 1}-02-30T00:00:00Z`, "not a valid date"],
+          ["2027-01-01T24:00:00Z", "not a valid date"]
         ]
       ) {
+        const body = why === undefined
+          ? { details: [{ path: "body.expiresAt" }] }
+          : { message: `Invalid expiresAt: ${why}`, details: [{ path: "body.expiresAt", message: why }] }
         const answer = await createKey({ plan: "free", expiresAt: refused })
         expectError(answer, 400, "invalid_request")
-        expectError(await patch(created.body.id, { expiresAt: refused }), 400, "invalid_request")
+        expect(answer.body, refused).toMatchObject(body)
+        const patched = await patch(created.body.id, { expiresAt: refused })
+        expectError(patched, 400, "invalid_request")
+        expect(patched.body, refused).toMatchObject(body)
       }
     })
 

@@ -1,6 +1,7 @@
 import { ADMIN_TOKEN, type Answer, bearer, json, send, startRedis, type TestRedis } from "@petstore/test-support"
-import { Option, Redacted } from "effect"
+import { Option, Redacted, Result } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { parseRedisUrl } from "../src/net/redisUrl.ts"
 import { describeOnEachBackend } from "./support/databases.ts"
 import { expectError } from "./support/http.ts"
 import { redisSuiteOptions } from "./support/layers.ts"
@@ -205,7 +206,7 @@ for (const type of ["single", "cluster"] as const) {
       return startServer("pglite", {
         quotaStore: Option.some("redis"),
         redisType: type,
-        redisUrl: Option.some(Redacted.make(redis.url)),
+        redisUrl: Option.some(Redacted.make(Result.getOrThrow(parseRedisUrl(redis.url)))),
         quotaStoreTimeoutMillis: 10_000
       })
     })

@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { startRedis, type TestRedis } from "@petstore/test-support"
-import { Effect, Exit, Schedule } from "effect"
+import { Effect, Exit, Result, Schedule } from "effect"
 import { DatabaseError } from "../src/db/DatabaseError.ts"
+import { parseRedisUrl } from "../src/net/redisUrl.ts"
 import { type AdmitRequest, DAY_MILLIS, EXPIRY_GRACE_MILLIS, QuotaStore } from "../src/quota/QuotaStore.ts"
 import { RedisQuotaStore, type RedisQuotaStoreOptions, subjectKey } from "../src/quota/redis/RedisQuotaStore.ts"
 import { redisSuiteOptions } from "./support/layers.ts"
@@ -29,7 +30,7 @@ const withRedis = <A, E>(
       body(redis).pipe(
         Effect.provide(RedisQuotaStore.layer({
           type: options.cluster ? "cluster" : "single",
-          urls: redis.url.split(","),
+          url: Result.getOrThrow(parseRedisUrl(redis.url)),
           clock: "store",
           timeoutMillis: 1_000,
           failure: "closed",

@@ -37,7 +37,23 @@ describe("the Redis quota store's configuration", () => {
     [{ REDIS_URL: "redis://127.0.0.1:6390" }, "QUOTA_STORE: REDIS_URL is set: set QUOTA_STORE=redis to use it"],
     [{ QUOTA_STORE: "redis", REDIS_URL: "redis://a:1", REDIS_TYPE: "sentinel" }, "REDIS_TYPE: Expected"],
     [{ QUOTA_STORE: "redis", REDIS_URL: "redis://a:1", QUOTA_STORE_FAILURE: "maybe" }, "QUOTA_STORE_FAILURE: Expected"],
-    [{ QUOTA_STORE: "redis", REDIS_URL: "redis://a:1", QUOTA_STORE_TIMEOUT: "0" }, "QUOTA_STORE_TIMEOUT: Expected"]
+    [{ QUOTA_STORE: "redis", REDIS_URL: "redis://a:1", QUOTA_STORE_TIMEOUT: "0" }, "QUOTA_STORE_TIMEOUT: Expected"],
+    [
+      { QUOTA_STORE: "redis", REDIS_URL: "redis://127.0.0.1:6390?sslrootcert=/ca.pem" },
+      "REDIS_URL: sslrootcert needs TLS: a rediss:// URL"
+    ],
+    [
+      { QUOTA_STORE: "redis", REDIS_URL: "rediss://localhost:6390?sslmode=disable" },
+      "REDIS_URL: the parameter sslmode is not supported (supported: sslrootcert, sslcert, sslkey)"
+    ],
+    [
+      { QUOTA_STORE: "redis", REDIS_URL: "rediss://localhost:6390?sslcert=/client.pem" },
+      "REDIS_URL: sslcert and sslkey go together: set both or neither"
+    ],
+    [
+      { QUOTA_STORE: "redis", REDIS_TYPE: "cluster", REDIS_URL: "rediss://localhost:6390,redis://localhost:6391" },
+      "REDIS_URL: the seed nodes differ in scheme or parameters: give each the same (redis:// or rediss://, and the same ?…)"
+    ]
   ])("%j: exits 2 with one line naming the variable", async (env, message) => {
     const result = await start(env)
     expect(result.status).toBe(2)

@@ -78,7 +78,7 @@ describe("webhook delivery, with the server's time on a TestClock", () => {
         }
         assert.strictEqual(target.received.length, 10)
         assert.strictEqual(new Set(target.received.map((webhook) => webhook.headers["webhook-id"])).size, 1)
-        const attempts = Option.getOrThrow(yield* deliveries.attempts(key.id, endpoint.id))
+        const attempts = yield* deliveries.attempts(key.id, endpoint.id)
         assert.deepStrictEqual(attempts.map((attempt) => attempt.attempt), [10, 9, 8, 7, 6, 5, 4, 3, 2, 1])
         assert.isNull(attempts[0]!.nextAttemptAt, "given up after the tenth attempt")
         assert.isTrue(attempts.every((attempt) => attempt.statusCode === 500 && attempt.error === "answered 500"))
@@ -183,7 +183,7 @@ describe("webhook delivery refuses private addresses at connect time", () => {
         rebound.set("rebinding.example", "127.0.0.1")
         yield* createPet("Rebound")
         assert.strictEqual(yield* dispatcher.runOnce, 1)
-        const [attempt] = Option.getOrThrow(yield* deliveries.attempts(key.id, endpoint.id))
+        const [attempt] = yield* deliveries.attempts(key.id, endpoint.id)
         assert.strictEqual(attempt!.outcome, "failed")
         assert.isNull(attempt!.statusCode)
         assert.include(attempt!.error, "rebinding.example resolves to 127.0.0.1")

@@ -1,4 +1,4 @@
-import { type Event, makePetstoreClient, verifyWebhook } from "@petstore/contract"
+import { type Event, makePetstoreClient, MAX_WEBHOOK_ENDPOINTS, verifyWebhook } from "@petstore/contract"
 import {
   ADMIN_TOKEN,
   eventually,
@@ -111,6 +111,58 @@ for (const backend of backends) {
           .text()
       expect(metrics).toMatch(/webhook_deliveries_total\{[^}]*outcome="succeeded"[^}]*\} [1-9]/)
       expect(metrics).toMatch(/webhook_delivery_lag_seconds_count(\{[^}]*\})? [1-9]/)
+    })
+
+    it("answers each refusal with its error: another key's endpoint 404 on every operation, an event not the key's 404, an endpoint beyond the bound 400", async () => {
+      const [owner, other] = [await server.createKey("pro"), await server.createKey("pro")]
+      const call = async (key: string, method: string, path: string, body?: unknown) => {
+        const response = await fetch(`${server.baseUrl}/webhooks/endpoints${path}`, {
+          method,
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) })
+        })
+        // Each answer's own request id aside, the body is compared whole.
+        const { requestId: _, ...answer } = await response.json() as Record<string, unknown>
+        return { status: response.status, body: answer }
+      }
+      const created = await call(owner.key, "POST", "", { url: receiver.url })
+      expect(created.status).toBe(201)
+      const { id } = created.body as { readonly id: string }
+      const { eventId } = (await call(owner.key, "POST", `/${id}/test`)).body as { readonly eventId: string }
+      const missing = { code: "not_found", message: `No webhook endpoint has id ${id}`, status: 404 }
+      for (
+        const [method, path, body] of [
+          ["GET", `/${id}`],
+          ["PATCH", `/${id}`, { description: "not mine" }],
+          ["DELETE", `/${id}`],
+          ["POST", `/${id}/rotate-secret`],
+          ["POST", `/${id}/test`],
+          ["GET", `/${id}/attempts`],
+          ["POST", `/${id}/redeliver`, { eventId }]
+        ] as const
+      ) {
+        expect(await call(other.key, method, path, body), `${method} ${path}`).toEqual({ status: 404, body: missing })
+      }
+      const mine = (await call(other.key, "POST", "", { url: receiver.url })).body as { readonly id: string }
+      expect(await call(other.key, "POST", `/${mine.id}/redeliver`, { eventId })).toEqual({
+        status: 404,
+        body: {
+          code: "not_found",
+          message: `No event ${eventId} is yours to redeliver (events are kept 30 days)`,
+          status: 404
+        }
+      })
+      for (let made = 1; made < MAX_WEBHOOK_ENDPOINTS; made++) {
+        expect((await call(other.key, "POST", "", { url: receiver.url })).status).toBe(201)
+      }
+      expect(await call(other.key, "POST", "", { url: receiver.url })).toEqual({
+        status: 400,
+        body: {
+          code: "invalid_request",
+          message: `A key may have at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints: delete one first`,
+          status: 400
+        }
+      })
     })
 
     it("test events, redeliveries with the same webhook-id, and both signatures while a rotated secret overlaps", async () => {

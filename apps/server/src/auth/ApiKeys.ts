@@ -2,7 +2,6 @@ import {
   type ApiKeyId,
   type AuditAction,
   type CreateKeyRequest,
-  InvalidRequest,
   type KeyRole,
   type Plan,
   planQuotas,
@@ -15,6 +14,7 @@ import { Database } from "../db/Database.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { arrayLiteral, sql } from "../db/sql.ts"
 import { isKeyShaped, newSecret } from "./keyFormat.ts"
+import { type KeyExpiryRefused, type KeyLimitsRefused, KeyMissing } from "./KeyRefusals.ts"
 import { checkExpiresAt, checkPlanLimits } from "./keyRequests.ts"
 import { traced } from "../observability/spans.ts"
 
@@ -103,27 +103,30 @@ const isoOrNull = (date: Date | null) => date === null ? null : date.toISOString
 /** The api_keys table: issuing, looking up, rolling and revoking keys. All of its SQL is here. */
 export class ApiKeys extends Context.Service<ApiKeys, {
   /** The key with this id, unless revoked or purged (an expired key is found: an operator may extend it). */
-  readonly find: (id: ApiKeyId) => Effect.Effect<Option.Option<ApiKey>, DatabaseError>
+  readonly find: (id: ApiKeyId) => Effect.Effect<ApiKey, KeyMissing | DatabaseError>
   /** The live key a bearer secret belongs to, if any. */
   readonly authenticate: (secret: Redacted.Redacted<string>) => Effect.Effect<Option.Option<ApiKey>, DatabaseError>
   readonly create: (
     request: CreateKeyRequest,
     actor?: Actor
-  ) => Effect.Effect<{ readonly key: ApiKey; readonly secret: string }, InvalidRequest | DatabaseError>
+  ) => Effect.Effect<
+    { readonly key: ApiKey; readonly secret: string },
+    KeyExpiryRefused | KeyLimitsRefused | DatabaseError
+  >
   readonly list: (state?: "live" | "expired") => Effect.Effect<ReadonlyArray<ApiKey>, DatabaseError>
   readonly update: (
     id: ApiKeyId,
     request: UpdateKeyRequest,
     actor?: Actor
-  ) => Effect.Effect<Option.Option<ApiKey>, InvalidRequest | DatabaseError>
+  ) => Effect.Effect<ApiKey, KeyMissing | KeyExpiryRefused | KeyLimitsRefused | DatabaseError>
   /** A new secret for the key; the one it had keeps working for `overlapSeconds`, any older one stops now. */
   readonly roll: (
     id: ApiKeyId,
     overlapSeconds: number,
     actor?: Actor
-  ) => Effect.Effect<Option.Option<{ readonly key: ApiKey; readonly secret: string }>, DatabaseError>
-  /** True when a live key was revoked. */
-  readonly revoke: (id: ApiKeyId, actor?: Actor) => Effect.Effect<boolean, DatabaseError>
+  ) => Effect.Effect<{ readonly key: ApiKey; readonly secret: string }, KeyMissing | DatabaseError>
+  /** Revokes a live key; one already revoked (or purged) is missing. */
+  readonly revoke: (id: ApiKeyId, actor?: Actor) => Effect.Effect<void, KeyMissing | DatabaseError>
   /** Records an admin change made outside this table (an unban: the ban lives in the quota store). */
   readonly audit: (
     id: ApiKeyId,
@@ -166,14 +169,17 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           : key
       }
 
-      const find = (id: ApiKeyId) =>
-        Effect.flatMap(
-          Clock.currentTimeMillis,
-          (now) =>
-            db.query<ApiKeyRow>(
-              sql`SELECT id, name, plan, per_minute, per_day, role, created_at, expires_at, previous_secret_expires_at, last_used_at FROM api_keys WHERE id = ${id} AND revoked_at IS NULL`
-            ).pipe(Effect.map((rows) => Option.map(Option.fromUndefinedOr(rows[0]), (row) => keyOf(row, now))))
+      /** The row a statement on key `id` returned, as a key; no row: no live key has that id. */
+      const liveKey = <A>(id: ApiKeyId, row: ApiKeyRow | undefined, now: number, answer: (key: ApiKey) => A) =>
+        row === undefined ? Effect.fail(new KeyMissing({ keyId: id })) : Effect.succeed(answer(keyOf(row, now)))
+
+      const find = Effect.fnUntraced(function*(id: ApiKeyId) {
+        const now = yield* Clock.currentTimeMillis
+        const [row] = yield* db.query<ApiKeyRow>(
+          sql`SELECT id, name, plan, per_minute, per_day, role, created_at, expires_at, previous_secret_expires_at, last_used_at FROM api_keys WHERE id = ${id} AND revoked_at IS NULL`
         )
+        return yield* liveKey(id, row, now, (key) => key)
+      })
 
       const authenticate = Effect.fnUntraced(function*(secret: Redacted.Redacted<string>) {
         const value = Redacted.value(secret)
@@ -241,9 +247,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       }, traced("ApiKeys.create"))
 
       const update = Effect.fnUntraced(function*(id: ApiKeyId, request: UpdateKeyRequest, actor: Actor = systemActor) {
-        const existing = yield* find(id)
-        if (Option.isNone(existing)) return Option.none<ApiKey>()
-        const before = existing.value
+        const before = yield* find(id)
         const [now] = yield* nowIso
         const plan = request.plan ?? before.plan
         const limits = request.limits ?? (plan === "enterprise" && before.plan === "enterprise"
@@ -266,7 +270,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         if (isoOrNull(before.expiresAt) !== isoOrNull(expiresAt)) {
           changes.expiresAt = { from: isoOrNull(before.expiresAt), to: isoOrNull(expiresAt) }
         }
-        const rows = yield* db.query<ApiKeyRow>(sql`
+        const [row] = yield* db.query<ApiKeyRow>(sql`
           WITH changed AS (
             UPDATE api_keys SET plan = ${plan}, per_minute = ${limits?.perMinute ?? null}::integer,
               per_day = ${limits?.perDay ?? null}::integer, role = ${role}, expires_at = ${
@@ -281,7 +285,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           SELECT * FROM changed`)
         forgetAll()
         yield* announceChange(id)
-        return Option.map(Option.fromUndefinedOr(rows[0]), (row) => keyOf(row, now))
+        // Revoked since it was read: missing, as it would have been a moment earlier.
+        return yield* liveKey(id, row, now, (key) => key)
       }, traced("ApiKeys.update"))
 
       const roll = Effect.fnUntraced(function*(id: ApiKeyId, overlapSeconds: number, actor: Actor = systemActor) {
@@ -290,7 +295,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         // With no overlap the secret before is dropped at once; either way an older one (a previous roll's) ends now.
         const previousEnds = overlapSeconds > 0 ? new Date(now + overlapSeconds * 1_000).toISOString() : null
         const changes = { overlapSeconds, previousKeyExpiresAt: previousEnds }
-        const rows = yield* db.query<ApiKeyRow>(sql`
+        const [row] = yield* db.query<ApiKeyRow>(sql`
           WITH rolled AS (
             UPDATE api_keys SET
               previous_secret_hash = CASE WHEN ${previousEnds}::timestamptz IS NULL THEN NULL ELSE secret_hash END,
@@ -305,7 +310,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           SELECT * FROM rolled`)
         forgetAll()
         yield* announceChange(id)
-        return Option.map(Option.fromUndefinedOr(rows[0]), (row) => ({ key: keyOf(row, now), secret }))
+        return yield* liveKey(id, row, now, (key) => ({ key, secret }))
       }, traced("ApiKeys.roll"))
 
       const revoke = Effect.fnUntraced(function*(id: ApiKeyId, actor: Actor = systemActor) {
@@ -319,7 +324,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           SELECT id FROM revoked`)
         forgetAll()
         yield* announceChange(id)
-        return rows.length > 0
+        if (rows.length === 0) return yield* new KeyMissing({ keyId: id })
       }, traced("ApiKeys.revoke"))
 
       const audit = (id: ApiKeyId, action: AuditAction, actor: Actor) =>

@@ -1,5 +1,6 @@
-import { InvalidRequest, MAX_KEY_LIFETIME_SECONDS, type Plan, type QuotaLimits } from "@petstore/contract"
+import { MAX_KEY_LIFETIME_SECONDS, type Plan, type QuotaLimits } from "@petstore/contract"
 import { Effect } from "effect"
+import { KeyExpiryRefused, KeyLimitsRefused } from "./KeyRefusals.ts"
 
 /** What an admin request asks of a key that its schema cannot check: a real expiry ahead, limits that fit the plan. */
 
@@ -13,35 +14,16 @@ const isCalendarTime = (text: string) => {
 /** `expiresAt` as sent: a time ahead of now by at most the maximum the README states. */
 export const checkExpiresAt = (expiresAt: string, now: number) => {
   const at = Date.parse(expiresAt)
-  const refuse = (message: string) =>
-    Effect.fail(
-      new InvalidRequest({ message: `Invalid expiresAt: ${message}`, details: [{ path: "body.expiresAt", message }] })
-    )
+  const refuse = (reason: KeyExpiryRefused["reason"]) => Effect.fail(new KeyExpiryRefused({ reason }))
   if (Number.isNaN(at) || !isCalendarTime(expiresAt)) return refuse("not a valid date")
-  if (at <= now) return refuse("must be in the future")
-  if (at > now + MAX_KEY_LIFETIME_SECONDS * 1_000) {
-    return refuse(`at most ${MAX_KEY_LIFETIME_SECONDS / 86_400} days ahead`)
-  }
+  if (at <= now) return refuse("in the past")
+  if (at > now + MAX_KEY_LIFETIME_SECONDS * 1_000) return refuse("too far ahead")
   return Effect.succeed(new Date(at))
 }
 
 /** Enterprise keys carry their own limits; every other plan's limits are the plan's. */
 export const checkPlanLimits = (plan: Plan, limits: QuotaLimits | undefined) => {
-  if (plan === "enterprise" && limits === undefined) {
-    return Effect.fail(
-      new InvalidRequest({
-        message: "An enterprise key needs `limits`",
-        details: [{ path: "body.limits", message: "required for the enterprise plan" }]
-      })
-    )
-  }
-  if (plan !== "enterprise" && limits !== undefined) {
-    return Effect.fail(
-      new InvalidRequest({
-        message: `The ${plan} plan has fixed limits; \`limits\` is only for enterprise keys`,
-        details: [{ path: "body.limits", message: "allowed only with the enterprise plan" }]
-      })
-    )
-  }
-  return Effect.void
+  return (plan === "enterprise") === (limits === undefined)
+    ? Effect.fail(new KeyLimitsRefused({ plan, limitsGiven: limits !== undefined }))
+    : Effect.void
 }

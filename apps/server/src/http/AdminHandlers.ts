@@ -6,7 +6,9 @@ import {
   CreatedKey,
   DEFAULT_PAGE_SIZE,
   DEFAULT_ROLL_OVERLAP_SECONDS,
+  InvalidRequest,
   type ListAuditQuery,
+  MAX_KEY_LIFETIME_SECONDS,
   NotFound
 } from "@petstore/contract"
 import { Effect, Option } from "effect"
@@ -14,6 +16,7 @@ import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
 import { AdminAudit } from "../auth/AdminAudit.ts"
 import { type Actor, type ApiKey, ApiKeys } from "../auth/ApiKeys.ts"
+import type { KeyExpiryRefused, KeyLimitsRefused, KeyMissing } from "../auth/KeyRefusals.ts"
 import { clientAddress, type ProxyTrust } from "../net/proxyTrust.ts"
 import { Quota } from "../quota/Quota.ts"
 import { WebhookEndpoints } from "../webhooks/WebhookEndpoints.ts"
@@ -35,7 +38,40 @@ const toView = (key: ApiKey) =>
     ...(key.lastUsedAt === null ? {} : { lastUsedAt: key.lastUsedAt.toISOString() })
   })
 
-const noSuchKey = (id: ApiKeyId) => new NotFound({ message: `No live API key has id ${id}` })
+/**
+ * The contract's answer to each refusal of `ApiKeys`, taken per operation by `Effect.catchTags`: the compiler
+ * checks that every refusal an operation can meet is answered.
+ */
+const answerKeyMissing = {
+  KeyMissing: ({ keyId }: KeyMissing) => Effect.fail(new NotFound({ message: `No live API key has id ${keyId}` }))
+}
+
+const expiryReasons = {
+  "not a valid date": "not a valid date",
+  "in the past": "must be in the future",
+  "too far ahead": `at most ${MAX_KEY_LIFETIME_SECONDS / 86_400} days ahead`
+} satisfies Record<KeyExpiryRefused["reason"], string>
+
+const answerKeyRequestRefusals = {
+  KeyExpiryRefused: ({ reason }: KeyExpiryRefused) => {
+    const message = expiryReasons[reason]
+    return Effect.fail(
+      new InvalidRequest({ message: `Invalid expiresAt: ${message}`, details: [{ path: "body.expiresAt", message }] })
+    )
+  },
+  KeyLimitsRefused: ({ limitsGiven, plan }: KeyLimitsRefused) =>
+    Effect.fail(
+      limitsGiven
+        ? new InvalidRequest({
+          message: `The ${plan} plan has fixed limits; \`limits\` is only for enterprise keys`,
+          details: [{ path: "body.limits", message: "allowed only with the enterprise plan" }]
+        })
+        : new InvalidRequest({
+          message: "An enterprise key needs `limits`",
+          details: [{ path: "body.limits", message: "required for the enterprise plan" }]
+        })
+    )
+}
 
 /** The audit trail's caller: the client's address as `TRUST_PROXY` finds it, as for the public listener. */
 const actorOf = (trust: ProxyTrust, request: HttpServerRequest.HttpServerRequest): Actor => ({
@@ -53,15 +89,13 @@ export const AdminHandlers = HttpApiBuilder.group(
     const quota = withoutDatabaseError(yield* Quota)
     const webhookEndpoints = withoutDatabaseError(yield* WebhookEndpoints)
     const trust = yield* configuredProxyTrust
-    const findKey = (id: ApiKeyId) =>
-      apiKeys.find(id).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.fail(noSuchKey(id)), onSome: Effect.succeed }))
-      )
+    const findKey = (id: ApiKeyId) => apiKeys.find(id).pipe(Effect.catchTags(answerKeyMissing))
 
     return handlers
       .handle("createKey", ({ payload, request }) =>
         apiKeys.create(payload, actorOf(trust, request)).pipe(
-          Effect.map(({ key, secret }) => new CreatedKey({ ...toView(key), key: secret }))
+          Effect.map(({ key, secret }) => new CreatedKey({ ...toView(key), key: secret })),
+          Effect.catchTags(answerKeyRequestRefusals)
         ))
       .handle(
         "listKeys",
@@ -71,26 +105,23 @@ export const AdminHandlers = HttpApiBuilder.group(
         "updateKey",
         ({ params, payload, request }) =>
           apiKeys.update(params.id, payload, actorOf(trust, request)).pipe(
-            Effect.flatMap(Option.match({
-              onNone: () => Effect.fail(noSuchKey(params.id)),
-              onSome: (key) => Effect.succeed(toView(key))
-            }))
+            Effect.map(toView),
+            Effect.catchTags({ ...answerKeyMissing, ...answerKeyRequestRefusals })
           )
       )
       .handle(
         "rollKey",
         ({ params, payload, request }) =>
           apiKeys.roll(params.id, payload.overlapSeconds ?? DEFAULT_ROLL_OVERLAP_SECONDS, actorOf(trust, request)).pipe(
-            Effect.flatMap(Option.match({
-              onNone: () => Effect.fail(noSuchKey(params.id)),
-              onSome: ({ key, secret }) => Effect.succeed(new CreatedKey({ ...toView(key), key: secret }))
-            }))
+            Effect.map(({ key, secret }) => new CreatedKey({ ...toView(key), key: secret })),
+            Effect.catchTags(answerKeyMissing)
           )
       )
-      .handle("revokeKey", ({ params, request }) =>
-        apiKeys.revoke(params.id, actorOf(trust, request)).pipe(
-          Effect.flatMap((revoked) => revoked ? Effect.void : Effect.fail(noSuchKey(params.id)))
-        ))
+      .handle(
+        "revokeKey",
+        ({ params, request }) =>
+          apiKeys.revoke(params.id, actorOf(trust, request)).pipe(Effect.catchTags(answerKeyMissing))
+      )
       .handle("keyUsage", ({ params }) =>
         findKey(params.id).pipe(
           Effect.flatMap((key) => quota.peek(quota.keySubject(key))),

@@ -43,8 +43,6 @@ const scopeOf = (caller: Caller): OrderScope =>
 /** Distinct from every createPet hash (a JSON array of three), so a key reused across the two is a mismatch, never a replay. */
 const requestHash = (petId: number) => createHash("sha256").update(JSON.stringify(["placeOrder", petId])).digest("hex")
 
-const noSuchOrder = (orderId: number) => new NotFound({ message: `No order has id ${orderId}` })
-
 /** The contract's answer to each refusal of `Orders`: the compiler checks every one is answered. */
 const answerPlaceRefusals = {
   PetMissing: ({ petId }: PetMissing) => Effect.fail(new NotFound({ message: `No pet has id ${petId}` })),
@@ -52,8 +50,12 @@ const answerPlaceRefusals = {
     Effect.fail(new PetNotAvailable({ message: `Pet ${petId} is ${status}, not available: it cannot be ordered` }))
 }
 
+const answerOrderMissing = {
+  OrderMissing: ({ orderId }: OrderMissing) => Effect.fail(new NotFound({ message: `No order has id ${orderId}` }))
+}
+
 const answerMoveRefusals = (verb: string) => ({
-  OrderMissing: ({ orderId }: OrderMissing) => Effect.fail(noSuchOrder(orderId)),
+  ...answerOrderMissing,
   OrderNotPlaced: ({ orderId, status }: OrderNotPlaced): Effect.Effect<never, InvalidTransition> =>
     // A placed order always moves; refusing one would be a bug.
     status === "placed"
@@ -109,7 +111,12 @@ export class OrderDesk extends Context.Service<OrderDesk, {
             if (outcome._tag === "Lost") return Option.none()
             return yield* orders.refusePlacement(petId).pipe(Effect.catchTags(answerPlaceRefusals))
           }),
-          replay: (orderId) => orders.get({ _tag: "Own", apiKeyId: caller.id }, orderId)
+          // None: the order the key's claim names is not visible yet; `once` answers that as in flight.
+          replay: (orderId) =>
+            orders.get({ _tag: "Own", apiKeyId: caller.id }, orderId).pipe(
+              Effect.map(Option.some),
+              Effect.catchTag("OrderMissing", () => Effect.succeedNone)
+            )
         }).pipe(Effect.map(({ created, replayed }) => ({ order: created, replayed })))
 
       return OrderDesk.of({
@@ -119,10 +126,7 @@ export class OrderDesk extends Context.Service<OrderDesk, {
           return { order, replayed: false }
         }, traced("OrderDesk.place")),
         list: (caller, query) => orders.list(scopeOf(caller), query),
-        get: (orderId, caller) =>
-          orders.get(scopeOf(caller), orderId).pipe(
-            Effect.flatMap(Option.match({ onNone: () => Effect.fail(noSuchOrder(orderId)), onSome: Effect.succeed }))
-          ),
+        get: (orderId, caller) => orders.get(scopeOf(caller), orderId).pipe(Effect.catchTags(answerOrderMissing)),
         cancel: (orderId, caller) =>
           orders.move(scopeOf(caller), orderId, "cancelled").pipe(
             Effect.catchTags(answerMoveRefusals("cancelled"))

@@ -115,7 +115,7 @@ export class Orders extends Context.Service<Orders, {
   /** Fails with why a placement of this pet was refused, as things stand now. */
   readonly refusePlacement: (petId: number) => Effect.Effect<never, PlaceRefusal | DatabaseError>
   readonly list: (scope: OrderScope, query: OrderPageQuery) => Effect.Effect<OrderPage, DatabaseError>
-  readonly get: (scope: OrderScope, id: number) => Effect.Effect<Option.Option<Order>, DatabaseError>
+  readonly get: (scope: OrderScope, id: number) => Effect.Effect<Order, OrderMissing | DatabaseError>
   /** Moves a `placed` order to `to`, and its pet with it (`cancelled`: available, `delivered`: sold). */
   readonly move: (
     scope: OrderScope,
@@ -167,7 +167,9 @@ export class Orders extends Context.Service<Orders, {
         db.query<OrderRow>(sql`
           SELECT id, pet_id, status, placed_at, updated_at FROM orders
           WHERE id = ${id}::bigint AND (${everyKey(scope)}::boolean OR api_key_id = ${keyOf(scope)})`).pipe(
-          Effect.map(([row]) => Option.map(Option.fromUndefinedOr(row), toOrder))
+          Effect.flatMap(([row]) =>
+            row === undefined ? Effect.fail(new OrderMissing({ orderId: id })) : Effect.succeed(toOrder(row))
+          )
         )
 
       const move = Effect.fnUntraced(function*(scope: OrderScope, id: number, to: keyof typeof moves) {
@@ -186,11 +188,9 @@ export class Orders extends Context.Service<Orders, {
           )
           SELECT * FROM moved`)
         if (row !== undefined) return toOrder(row)
+        // Not moved: missing (in the caller's scope), or no longer placed.
         const now = yield* get(scope, id)
-        return yield* Option.match(now, {
-          onNone: () => Effect.fail<MoveRefusal>(new OrderMissing({ orderId: id })),
-          onSome: (order) => Effect.fail<MoveRefusal>(new OrderNotPlaced({ orderId: id, status: order.status }))
-        })
+        return yield* new OrderNotPlaced({ orderId: id, status: now.status })
       }, traced("Orders.move"))
 
       return Orders.of({ place, refusePlacement, list, get, move })

@@ -5,6 +5,7 @@ import type { DatabaseError } from "../db/DatabaseError.ts"
 import { arrayLiteral, sql } from "../db/sql.ts"
 import { type EventRow, toEvent } from "../events/Events.ts"
 import { traced } from "../observability/spans.ts"
+import { EndpointMissing, EventNotRedeliverable } from "./WebhookRefusals.ts"
 
 /**
  * A claimed delivery is this process's for so long: longer than one attempt
@@ -78,19 +79,22 @@ export class Deliveries extends Context.Service<Deliveries, {
   readonly claim: (now: Date, limit: number) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, DatabaseError>
   /** Records a batch's attempts and what follows each, in one statement. */
   readonly finish: (finished: ReadonlyArray<FinishedAttempt>) => Effect.Effect<void, DatabaseError>
-  /** Queues a `webhook.test` event for one endpoint of the key; none when the key has no such endpoint. */
-  readonly queueTest: (apiKeyId: string, endpointId: string) => Effect.Effect<Option.Option<string>, DatabaseError>
-  /** Queues an event the key can see for one of its endpoints again; false when either is not the key's. */
+  /** Queues a `webhook.test` event for one endpoint of the key; returns the event's id. */
+  readonly queueTest: (apiKeyId: string, endpointId: string) => Effect.Effect<string, EndpointMissing | DatabaseError>
+  /**
+   * Queues an event the key can see for one of its endpoints again. The caller checks the endpoint first: an
+   * endpoint gone since is refused as the event is.
+   */
   readonly redeliver: (
     caller: { readonly apiKeyId: string; readonly staff: boolean },
     endpointId: string,
     eventId: string
-  ) => Effect.Effect<boolean, DatabaseError>
-  /** The endpoint's latest 100 attempts, newest first; none when it is not the key's. */
+  ) => Effect.Effect<void, EventNotRedeliverable | DatabaseError>
+  /** The endpoint's latest 100 attempts, newest first. */
   readonly attempts: (
     apiKeyId: string,
     endpointId: string
-  ) => Effect.Effect<Option.Option<ReadonlyArray<AttemptView>>, DatabaseError>
+  ) => Effect.Effect<ReadonlyArray<AttemptView>, EndpointMissing | DatabaseError>
   /** Deliveries queued and not yet finished, and the age of the oldest due one, in seconds. */
   readonly depth: Effect.Effect<{ readonly queued: number; readonly oldestDueSeconds: number }, DatabaseError>
 }>()("@petstore/server/webhooks/Deliveries") {
@@ -189,8 +193,9 @@ export class Deliveries extends Context.Service<Deliveries, {
             INSERT INTO webhook_messages (endpoint_id, event_id) SELECT ${endpointId}, id FROM event
           )
           SELECT id FROM event`)
-        if (row !== undefined) yield* db.query(sql`SELECT pg_notify('webhook_messages', '')`)
-        return Option.map(Option.fromUndefinedOr(row), (row) => row.id)
+        if (row === undefined) return yield* new EndpointMissing({ endpointId })
+        yield* db.query(sql`SELECT pg_notify('webhook_messages', '')`)
+        return row.id
       }, traced("Deliveries.queueTest"))
 
       const redeliver = Effect.fnUntraced(function*(
@@ -204,15 +209,15 @@ export class Deliveries extends Context.Service<Deliveries, {
           WHERE e.api_key_id = ${caller.apiKeyId} AND e.id = ${endpointId} AND ev.id = ${eventId}
             AND (ev.audience = 'public' OR ev.api_key_id = ${caller.apiKeyId} OR (${caller.staff}::boolean AND ev.audience = 'owner'))
           RETURNING id`)
-        if (rows.length > 0) yield* db.query(sql`SELECT pg_notify('webhook_messages', '')`)
-        return rows.length > 0
+        if (rows.length === 0) return yield* new EventNotRedeliverable({ eventId })
+        yield* db.query(sql`SELECT pg_notify('webhook_messages', '')`)
       }, traced("Deliveries.redeliver"))
 
       const attempts = Effect.fnUntraced(function*(apiKeyId: string, endpointId: string) {
         const owned = yield* db.query(
           sql`SELECT 1 FROM webhook_endpoints WHERE api_key_id = ${apiKeyId} AND id = ${endpointId}`
         )
-        if (owned.length === 0) return Option.none()
+        if (owned.length === 0) return yield* new EndpointMissing({ endpointId })
         const rows = yield* db.query<{
           readonly event_id: string
           readonly attempt: number
@@ -226,7 +231,7 @@ export class Deliveries extends Context.Service<Deliveries, {
           SELECT event_id, attempt, attempted_at, outcome, status_code, latency_ms, error, next_attempt_at
           FROM webhook_attempts WHERE endpoint_id = ${endpointId}
           ORDER BY id DESC LIMIT 100`)
-        return Option.some(rows.map((row): AttemptView => ({
+        return rows.map((row): AttemptView => ({
           eventId: row.event_id,
           attempt: row.attempt,
           attemptedAt: new Date(row.attempted_at).toISOString(),
@@ -235,7 +240,7 @@ export class Deliveries extends Context.Service<Deliveries, {
           latencyMs: row.latency_ms,
           error: row.error,
           nextAttemptAt: row.next_attempt_at === null ? null : new Date(row.next_attempt_at).toISOString()
-        })))
+        }))
       }, traced("Deliveries.attempts"))
 
       const depth = db.query<{ readonly queued: number; readonly oldest: number | null }>(sql`

@@ -5,13 +5,14 @@ import {
   NotFound,
   type WebhookEndpointPatch
 } from "@petstore/contract"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.ts"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { traced } from "../observability/spans.ts"
 import { Deliveries } from "./Deliveries.ts"
 import { refusedUrl } from "./safeRequest.ts"
 import { WebhookEndpoints } from "./WebhookEndpoints.ts"
+import type { EndpointLimitReached, EndpointMissing, EventNotRedeliverable } from "./WebhookRefusals.ts"
 
 /** The caller, as far as webhooks go: endpoints are its own; staff endpoints receive every order's events. */
 export interface Caller {
@@ -19,10 +20,28 @@ export interface Caller {
   readonly role: "customer" | "staff"
 }
 
-const noSuchEndpoint = (endpointId: string) => new NotFound({ message: `No webhook endpoint has id ${endpointId}` })
+/**
+ * The contract's answer to each refusal of `WebhookEndpoints` and `Deliveries`, taken per operation by
+ * `Effect.catchTags`: the compiler checks that every refusal an operation can meet is answered.
+ */
+const answerEndpointMissing = {
+  EndpointMissing: ({ endpointId }: EndpointMissing) =>
+    Effect.fail(new NotFound({ message: `No webhook endpoint has id ${endpointId}` }))
+}
 
-const found = <A>(endpointId: string) => (option: Option.Option<A>) =>
-  Option.match(option, { onNone: () => Effect.fail(noSuchEndpoint(endpointId)), onSome: Effect.succeed })
+const answerEndpointLimitReached = {
+  EndpointLimitReached: (_: EndpointLimitReached) =>
+    Effect.fail(
+      new InvalidRequest({
+        message: `A key may have at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints: delete one first`
+      })
+    )
+}
+
+const answerEventNotRedeliverable = {
+  EventNotRedeliverable: ({ eventId }: EventNotRedeliverable) =>
+    Effect.fail(new NotFound({ message: `No event ${eventId} is yours to redeliver (events are kept 30 days)` }))
+}
 
 const badUrl = (reason: string) =>
   new InvalidRequest({
@@ -59,55 +78,42 @@ const makeDesk = Effect.gen(function*() {
         url: endpoint.url,
         eventTypes: [...new Set(endpoint.eventTypes ?? [])],
         description: endpoint.description ?? ""
-      })
-      if (Option.isNone(created)) {
-        return yield* new InvalidRequest({
-          message: `A key may have at most ${MAX_WEBHOOK_ENDPOINTS} webhook endpoints: delete one first`
-        })
-      }
+      }).pipe(Effect.catchTags(answerEndpointLimitReached))
       yield* Effect.logInfo("webhook endpoint created").pipe(
-        Effect.annotateLogs({ apiKeyId: caller.id, endpointId: created.value.endpoint.id })
+        Effect.annotateLogs({ apiKeyId: caller.id, endpointId: created.endpoint.id })
       )
-      return { ...created.value.endpoint, secret: created.value.secret }
+      return { ...created.endpoint, secret: created.secret }
     }, traced("WebhookDesk.create")),
     list: (caller: Caller) => endpoints.list(caller.id),
     get: (caller: Caller, endpointId: string) =>
-      Effect.flatMap(endpoints.get(caller.id, endpointId), found(endpointId)),
+      endpoints.get(caller.id, endpointId).pipe(Effect.catchTags(answerEndpointMissing)),
     update: Effect.fnUntraced(function*(caller: Caller, endpointId: string, patch: WebhookEndpointPatch) {
       yield* checkUrl(patch.url)
-      return yield* Effect.flatMap(
-        endpoints.update(caller.id, endpointId, {
-          ...patch,
-          ...(patch.eventTypes === undefined ? {} : { eventTypes: [...new Set(patch.eventTypes)] })
-        }),
-        found(endpointId)
-      )
+      return yield* endpoints.update(caller.id, endpointId, {
+        ...patch,
+        ...(patch.eventTypes === undefined ? {} : { eventTypes: [...new Set(patch.eventTypes)] })
+      }).pipe(Effect.catchTags(answerEndpointMissing))
     }, traced("WebhookDesk.update")),
     remove: (caller: Caller, endpointId: string) =>
-      Effect.flatMap(
-        endpoints.remove(caller.id, endpointId),
-        (removed) => removed ? Effect.void : Effect.fail(noSuchEndpoint(endpointId))
-      ),
+      endpoints.remove(caller.id, endpointId).pipe(Effect.catchTags(answerEndpointMissing)),
     rotateSecret: (caller: Caller, endpointId: string) =>
-      Effect.flatMap(endpoints.rotateSecret(caller.id, endpointId), found(endpointId)),
+      endpoints.rotateSecret(caller.id, endpointId).pipe(Effect.catchTags(answerEndpointMissing)),
     test: (caller: Caller, endpointId: string) =>
-      Effect.flatMap(deliveries.queueTest(caller.id, endpointId), found(endpointId)).pipe(
-        Effect.map((eventId) => ({ eventId }))
+      deliveries.queueTest(caller.id, endpointId).pipe(
+        Effect.map((eventId) => ({ eventId })),
+        Effect.catchTags(answerEndpointMissing)
       ),
     attempts: (caller: Caller, endpointId: string) =>
-      Effect.flatMap(deliveries.attempts(caller.id, endpointId), found(endpointId)),
-    redeliver: Effect.fnUntraced(function*(caller: Caller, endpointId: string, eventId: string) {
-      yield* Effect.flatMap(endpoints.get(caller.id, endpointId), found(endpointId))
-      const queued = yield* deliveries.redeliver(
-        { apiKeyId: caller.id, staff: caller.role === "staff" },
-        endpointId,
-        eventId
-      )
-      if (!queued) {
-        return yield* new NotFound({ message: `No event ${eventId} is yours to redeliver (events are kept 30 days)` })
-      }
-      return { eventId }
-    }, traced("WebhookDesk.redeliver"))
+      deliveries.attempts(caller.id, endpointId).pipe(Effect.catchTags(answerEndpointMissing)),
+    redeliver: Effect.fnUntraced(
+      function*(caller: Caller, endpointId: string, eventId: string) {
+        yield* endpoints.get(caller.id, endpointId)
+        yield* deliveries.redeliver({ apiKeyId: caller.id, staff: caller.role === "staff" }, endpointId, eventId)
+        return { eventId }
+      },
+      (effect) => effect.pipe(Effect.catchTags({ ...answerEndpointMissing, ...answerEventNotRedeliverable })),
+      traced("WebhookDesk.redeliver")
+    )
   } satisfies Record<
     string,
     (...args: ReadonlyArray<any>) => Effect.Effect<unknown, InvalidRequest | NotFound | DatabaseError>

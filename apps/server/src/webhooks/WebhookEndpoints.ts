@@ -1,11 +1,12 @@
 import type { EventType, WebhookEndpoint } from "@petstore/contract"
 import { MAX_WEBHOOK_ENDPOINTS } from "@petstore/contract"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import { Database } from "../db/Database.ts"
 import { type DatabaseError, errorCode } from "../db/DatabaseError.ts"
 import { arrayLiteral, sql } from "../db/sql.ts"
 import { traced } from "../observability/spans.ts"
+import { EndpointLimitReached, EndpointMissing } from "./WebhookRefusals.ts"
 
 /** How long the previous secret keeps signing after a rotation. */
 export const SECRET_OVERLAP = "24 hours"
@@ -55,31 +56,37 @@ export interface EndpointChange {
   readonly enabled?: boolean
 }
 
+/** The endpoint a statement on `id` returned; no row: the key has no such endpoint. */
+const owned = <Row, A>(id: string, row: Row | undefined, answer: (row: Row) => A) =>
+  row === undefined ? Effect.fail(new EndpointMissing({ endpointId: id })) : Effect.succeed(answer(row))
+
 /**
  * The webhook_endpoints table: all of its SQL. Every statement is scoped to
- * the owning key: another key's endpoint does not exist for it.
+ * the owning key: another key's endpoint does not exist for it (`EndpointMissing`).
  */
 export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
-  /** None when the key already has `MAX_WEBHOOK_ENDPOINTS`. */
   readonly create: (
     apiKeyId: string,
     endpoint: { readonly url: string; readonly eventTypes: ReadonlyArray<EventType>; readonly description: string }
-  ) => Effect.Effect<Option.Option<{ readonly endpoint: WebhookEndpoint; readonly secret: string }>, DatabaseError>
+  ) => Effect.Effect<
+    { readonly endpoint: WebhookEndpoint; readonly secret: string },
+    EndpointLimitReached | DatabaseError
+  >
   readonly list: (apiKeyId: string) => Effect.Effect<ReadonlyArray<WebhookEndpoint>, DatabaseError>
-  readonly get: (apiKeyId: string, id: string) => Effect.Effect<Option.Option<WebhookEndpoint>, DatabaseError>
+  readonly get: (apiKeyId: string, id: string) => Effect.Effect<WebhookEndpoint, EndpointMissing | DatabaseError>
   /** Disabling drops the endpoint's queued deliveries; enabling clears its failure record. */
   readonly update: (
     apiKeyId: string,
     id: string,
     change: EndpointChange
-  ) => Effect.Effect<Option.Option<WebhookEndpoint>, DatabaseError>
-  readonly remove: (apiKeyId: string, id: string) => Effect.Effect<boolean, DatabaseError>
+  ) => Effect.Effect<WebhookEndpoint, EndpointMissing | DatabaseError>
+  readonly remove: (apiKeyId: string, id: string) => Effect.Effect<void, EndpointMissing | DatabaseError>
   readonly rotateSecret: (
     apiKeyId: string,
     id: string
   ) => Effect.Effect<
-    Option.Option<{ readonly secret: string; readonly previousSecretExpiresAt: string }>,
-    DatabaseError
+    { readonly secret: string; readonly previousSecretExpiresAt: string },
+    EndpointMissing | DatabaseError
   >
 }>()("@petstore/server/webhooks/WebhookEndpoints") {
   static readonly layer = Layer.effect(
@@ -118,7 +125,9 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
             while: (error) => errorCode(error.cause) === "23505"
           })
         )
-        return Option.map(Option.fromUndefinedOr(row), (row) => ({ endpoint: toEndpoint(row), secret }))
+        // No row: the key has no free slot (or is gone, which its authentication a moment ago makes a race).
+        if (row === undefined) return yield* new EndpointLimitReached({ apiKeyId })
+        return { endpoint: toEndpoint(row), secret }
       }, traced("WebhookEndpoints.create"))
 
       const list = (apiKeyId: string) =>
@@ -131,7 +140,7 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
         db.query<EndpointRow>({
           text: `SELECT ${COLUMNS} FROM webhook_endpoints WHERE api_key_id = $1 AND id = $2`,
           values: [apiKeyId, id]
-        }).pipe(Effect.map(([row]) => Option.map(Option.fromUndefinedOr(row), toEndpoint)))
+        }).pipe(Effect.flatMap(([row]) => owned(id, row, toEndpoint)))
 
       const update = Effect.fnUntraced(function*(apiKeyId: string, id: string, change: EndpointChange) {
         const [row] = yield* db.query<EndpointRow>({
@@ -160,12 +169,12 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
             change.enabled ?? null
           ]
         })
-        return Option.map(Option.fromUndefinedOr(row), toEndpoint)
+        return yield* owned(id, row, toEndpoint)
       }, traced("WebhookEndpoints.update"))
 
       const remove = (apiKeyId: string, id: string) =>
         db.query(sql`DELETE FROM webhook_endpoints WHERE api_key_id = ${apiKeyId} AND id = ${id} RETURNING id`).pipe(
-          Effect.map((rows) => rows.length > 0)
+          Effect.flatMap(([row]) => owned(id, row, () => undefined))
         )
 
       const rotateSecret = Effect.fnUntraced(function*(apiKeyId: string, id: string) {
@@ -175,10 +184,11 @@ export class WebhookEndpoints extends Context.Service<WebhookEndpoints, {
             previous_secret_expires_at = now() + ${SECRET_OVERLAP}::interval, updated_at = now()
           WHERE api_key_id = ${apiKeyId} AND id = ${id}
           RETURNING previous_secret_expires_at AS expires`)
-        return Option.map(Option.fromUndefinedOr(row), (row) => ({
-          secret,
-          previousSecretExpiresAt: new Date(row.expires).toISOString()
-        }))
+        return yield* owned(
+          id,
+          row,
+          (row) => ({ secret, previousSecretExpiresAt: new Date(row.expires).toISOString() })
+        )
       }, traced("WebhookEndpoints.rotateSecret"))
 
       return WebhookEndpoints.of({ create, list, get, update, remove, rotateSecret })

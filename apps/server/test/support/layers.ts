@@ -1,6 +1,7 @@
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, Result } from "effect"
 import { AppConfig } from "../../src/config.ts"
 import { Database } from "../../src/db/Database.ts"
+import { parseRedisUrl } from "../../src/net/redisUrl.ts"
 import { missingTool, redisBinaries, startRedis } from "@petstore/test-support"
 import { freshPgliteFolder, freshPostgresDatabase } from "./databaseTemplates.ts"
 import { RedisQuotaStore, type RedisQuotaStoreOptions } from "../../src/quota/redis/RedisQuotaStore.ts"
@@ -40,7 +41,7 @@ export const testRedisQuotaStore = (type: "single" | "cluster", options: Partial
     )
     return RedisQuotaStore.layer({
       type,
-      urls: redis.url.split(","),
+      url: Result.getOrThrow(parseRedisUrl(redis.url)),
       clock: "caller",
       timeoutMillis: 10_000,
       failure: "closed",

@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Option, Redacted, Schedule } from "effect"
 import { AppConfig } from "../../config.ts"
 import { DatabaseError } from "../../db/DatabaseError.ts"
 import { recordQuotaStoreAvailability } from "../../observability/metrics.ts"
+import { StartupError } from "../../startupError.ts"
 import {
   ADDRESS_SUBJECT_PREFIX,
   type Admission,
@@ -195,13 +196,14 @@ export const RedisQuotaStore = {
   /** As configured: `REDIS_TYPE`, `REDIS_URL`, `QUOTA_STORE_FAILURE`, `QUOTA_STORE_TIMEOUT`; Redis's clock decides. */
   layerFromConfig: Layer.unwrap(Effect.gen(function*() {
     const config = yield* AppConfig
-    const urls = Option.match(config.redisUrl, {
-      onNone: () => [],
-      onSome: (value) => Redacted.value(value).split(",").map((url) => url.trim())
+    // The configuration requires REDIS_URL with QUOTA_STORE=redis.
+    const url = yield* Option.match(config.redisUrl, {
+      onNone: () => Effect.fail(new StartupError({ message: "REDIS_URL: required by QUOTA_STORE=redis" })),
+      onSome: (url) => Effect.succeed(Redacted.value(url))
     })
     return layer({
       type: config.redisType,
-      urls,
+      url,
       clock: "store",
       timeoutMillis: config.quotaStoreTimeoutMillis,
       failure: config.quotaStoreFailure

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { createClient, createCluster, ErrorReply } from "redis"
 import { describeTlsFailure } from "../../db/connections.ts"
 import { readPem } from "../../db/connectionSettings.ts"
+import type { RedisUrl } from "../../net/redisUrl.ts"
 import { StartupError } from "../../startupError.ts"
 
 /** The few commands the quota store sends, the same on one server and on a Cluster. */
@@ -18,8 +19,8 @@ export interface RedisConnection {
 
 export interface RedisTarget {
   readonly type: "single" | "cluster"
-  /** `redis://` or `rediss://` URLs: one server, or a Cluster's seed nodes. */
-  readonly urls: ReadonlyArray<string>
+  /** One server, or a Cluster's seed nodes: REDIS_URL as the configuration read it. */
+  readonly url: RedisUrl
 }
 
 /** A reply that means the server is there but cannot serve the key now: an outage, as a lost socket is. */
@@ -36,62 +37,32 @@ export const isRedisUnavailable = (cause: unknown): boolean =>
 export const redisTarget = (urls: ReadonlyArray<string>) =>
   urls.map((url) => url.replace(/^[a-z]+:\/\/(?:[^@/]*@)?/i, "").replace(/[/?].*$/, "")).join(",")
 
-/** A `rediss://` URL's parameters, named as DATABASE_URL's (libpq's), so one set of names serves both. */
-const TLS_PARAMETERS = ["sslrootcert", "sslcert", "sslkey"]
-
-/** What REDIS_URL asks for: the URLs as the client takes them (no parameters), and TLS or not. */
-export interface RedisEndpoints {
-  readonly urls: ReadonlyArray<string>
+/** What the client is given: the URLs (no parameters) and the seed's credentials, and TLS or not. */
+export interface RedisEndpoints extends Pick<RedisUrl, "urls" | "username" | "password"> {
   /**
-   * Undefined for `redis://`. For `rediss://`: the CAs to trust (`sslrootcert`; without it, or `system`, the
-   * system's), and a client certificate (`sslcert`, `sslkey`) for a Redis that asks for one (`tls-auth-clients`).
+   * Undefined for `redis://`. For `rediss://`: the CAs to trust (none: the system's), and a client certificate.
    * The chain and the host name are always verified, as DATABASE_URL's `sslmode=verify-full` does.
    */
   readonly tls: { readonly ca?: string; readonly cert?: string; readonly key?: string } | undefined
 }
 
-/**
- * Reads REDIS_URL's parameters and the files they name; throws a `StartupError` naming the variable and what
- * is wrong. A Cluster's seed nodes share one scheme and one set of parameters: the Cluster names its other
- * nodes itself, and each is reached as the seeds are.
- */
-export const redisEndpoints = (urls: ReadonlyArray<string>): RedisEndpoints => {
-  const fail = (message: string): never => {
-    throw new StartupError({ message: `REDIS_URL: ${message}` })
-  }
-  const split = urls.map((url) => {
-    const queryAt = url.indexOf("?")
-    return {
-      url: queryAt === -1 ? url : url.slice(0, queryAt),
-      query: queryAt === -1 ? "" : url.slice(queryAt + 1),
-      secure: /^rediss:/i.test(url)
-    }
-  })
-  const first = split[0]
-  if (first === undefined) return fail("no URL")
-  if (split.some((each) => each.secure !== first.secure || each.query !== first.query)) {
-    fail("the seed nodes differ in scheme or parameters: give each the same (redis:// or rediss://, and the same ?…)")
-  }
-  const params = new URLSearchParams(first.query)
-  for (const name of params.keys()) {
-    if (!TLS_PARAMETERS.includes(name)) {
-      fail(`the parameter ${name} is not supported (supported: ${TLS_PARAMETERS.join(", ")})`)
-    }
-    if (!first.secure) fail(`${name} needs TLS: a rediss:// URL`)
-  }
-  const file = (parameter: string) => {
-    const path = params.get(parameter)
-    return path === null || (parameter === "sslrootcert" && path === "system")
-      ? undefined
-      : readPem("REDIS_URL", parameter, path)
-  }
-  const [ca, cert, key] = [file("sslrootcert"), file("sslcert"), file("sslkey")]
-  if ((cert === undefined) !== (key === undefined)) fail("sslcert and sslkey go together: set both or neither")
+/** REDIS_URL with the files its parameters name read; throws a `StartupError` naming the variable, the parameter and the file. */
+export const redisEndpoints = (url: RedisUrl): RedisEndpoints => {
+  const file = (parameter: string, path: string | undefined) =>
+    path === undefined ? undefined : readPem("REDIS_URL", parameter, path)
+  const tls = url.tls
+  const { password, urls, username } = url
+  if (tls === undefined) return { urls, username, password, tls: undefined }
+  const [ca, cert, key] = [
+    file("sslrootcert", tls.sslRootCert),
+    file("sslcert", tls.sslCert),
+    file("sslkey", tls.sslKey)
+  ]
   return {
-    urls: split.map((each) => each.url),
-    tls: first.secure
-      ? { ...(ca === undefined ? {} : { ca }), ...(cert === undefined ? {} : { cert, key: key! }) }
-      : undefined
+    urls,
+    username,
+    password,
+    tls: { ...(ca === undefined ? {} : { ca }), ...(cert === undefined || key === undefined ? {} : { cert, key }) }
   }
 }
 
@@ -130,13 +101,13 @@ const CONNECT_TIMEOUT_MILLIS = 5_000
  */
 export const connectRedis = (target: RedisTarget) =>
   Effect.acquireRelease(
-    Effect.try({ try: () => redisEndpoints(target.urls), catch: (cause) => cause as StartupError }).pipe(
+    Effect.try({ try: () => redisEndpoints(target.url), catch: (cause) => cause as StartupError }).pipe(
       Effect.flatMap((endpoints) =>
         Effect.tryPromise({
           try: () => open(target.type, endpoints),
           catch: (cause) =>
             new StartupError({
-              message: `REDIS_URL (${redisTarget(target.urls)}): ${describeConnectFailure(cause, endpoints.tls)}`
+              message: `REDIS_URL (${redisTarget(endpoints.urls)}): ${describeConnectFailure(cause, endpoints.tls)}`
             })
         })
       )
@@ -191,14 +162,13 @@ const open = async (
       close: () => client.close()
     }
   }
-  const seed = new URL(endpoints.urls[0]!)
   const cluster = createCluster({
     // A socket object each: the client writes each URL's host and port into the one it is given.
     rootNodes: endpoints.urls.map((url) => ({ url, socket: socket() })),
     // Credentials and TLS apply to every node the Cluster names, not only to the seeds.
     defaults: {
-      ...(seed.username === "" ? {} : { username: decodeURIComponent(seed.username) }),
-      ...(seed.password === "" ? {} : { password: decodeURIComponent(seed.password) }),
+      ...(endpoints.username === undefined ? {} : { username: endpoints.username }),
+      ...(endpoints.password === undefined ? {} : { password: endpoints.password }),
       disableOfflineQueue: true,
       socket: socket()
     },
