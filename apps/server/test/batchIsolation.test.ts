@@ -1,7 +1,9 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
+import { Cause, Effect, Exit, Layer } from "effect"
 import { Database } from "../src/db/Database.ts"
 import { sql } from "../src/db/sql.ts"
+import { PetMissing } from "../src/pets/PetRefusals.ts"
+import { Pets } from "../src/pets/Pets.ts"
 import { type AdmitRequest, QuotaStore } from "../src/quota/QuotaStore.ts"
 import { backends, suiteOptions } from "./support/databases.ts"
 import { testDatabase } from "./support/layers.ts"
@@ -68,6 +70,46 @@ for (const { name } of backends) {
             { concurrency: "unbounded" }
           )
           assert.deepStrictEqual(exits.map(Exit.isSuccess), [true, false, true])
+        }))
+    })
+  })
+}
+
+/**
+ * A request's own refusal is its entry's alone: in a batch of pet reads, an id
+ * no pet has fails with `PetMissing` and the others are answered. A statement
+ * the database refuses (an id beyond `bigint`) is answered again one request at
+ * a time, and the refusals come back as they would have from the batch.
+ */
+for (const { name } of backends) {
+  describe(`a batch of pet reads on ${name}`, suiteOptions(name), () => {
+    layer(Pets.layer.pipe(Layer.provideMerge(testDatabase(name))), { timeout: 300_000 })((it) => {
+      it.effect("answers each read: a missing pet is PetMissing, a poisoned id fails alone", () =>
+        Effect.gen(function*() {
+          const pets = yield* Pets
+          const [first, second] = yield* Effect.all([
+            pets.create({ name: "Rex", categoryId: 1, status: "available" }),
+            pets.create({ name: "Tom", categoryId: 2, status: "available" })
+          ], { concurrency: "unbounded" })
+          const missing = second.pet.id + 1000
+          const read = (ids: ReadonlyArray<number>) =>
+            Effect.all(ids.map((id) => Effect.exit(pets.get(id))), { concurrency: "unbounded" })
+          const outcome = (exit: Exit.Exit<unknown, unknown>) =>
+            Exit.isSuccess(exit) ? exit.value : Cause.squash(exit.cause)
+
+          const together = yield* read([first.pet.id, missing, second.pet.id, missing])
+          assert.deepStrictEqual(together.map(outcome), [
+            first,
+            new PetMissing({ petId: missing }),
+            second,
+            new PetMissing({ petId: missing })
+          ])
+
+          const poisoned = yield* read([first.pet.id, 2 ** 63, missing])
+          assert.deepStrictEqual(outcome(poisoned[0]!), first)
+          const refused = outcome(poisoned[1]!)
+          assert.strictEqual((refused as { readonly _tag?: unknown })._tag, "DatabaseError")
+          assert.deepStrictEqual(outcome(poisoned[2]!), new PetMissing({ petId: missing }))
         }))
     })
   })

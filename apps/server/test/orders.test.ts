@@ -169,7 +169,9 @@ describeOnEachBackend("orders and pet changes (beta)", ({ name }) => {
     })
 
     it("answers 404 for an unknown pet and 415 for a body that is not JSON", async () => {
-      expectError(await call(customer, "PATCH", "/pets/987654321", { name: "Ghost" }), 404, "not_found")
+      const missing = await call(customer, "PATCH", "/pets/987654321", { name: "Ghost" })
+      expectError(missing, 404, "not_found")
+      expect(missing.body.message).toBe("No pet has id 987654321")
       expectError(
         await send(url("/pets/1"), {
           method: "PATCH",
@@ -194,8 +196,12 @@ describeOnEachBackend("orders and pet changes (beta)", ({ name }) => {
       const answer = await call(staff, "DELETE", `/pets/${created.body.id}`)
       expect(answer.status).toBe(204)
       expect(answer.text).toBe("")
-      expectError(await call(customer, "GET", `/pets/${created.body.id}`), 404, "not_found")
-      expectError(await call(staff, "DELETE", `/pets/${created.body.id}`), 404, "not_found")
+      const read = await call(customer, "GET", `/pets/${created.body.id}`)
+      expectError(read, 404, "not_found")
+      expect(read.body.message).toBe(`No pet has id ${created.body.id}`)
+      const deletedAgain = await call(staff, "DELETE", `/pets/${created.body.id}`)
+      expectError(deletedAgain, 404, "not_found")
+      expect(deletedAgain.body.message).toBe(`No pet has id ${created.body.id}`)
     })
 
     it("is 409 pet_has_open_order while an order is open, and succeeds once it is cancelled; closed orders keep the petId", async () => {
@@ -249,7 +255,9 @@ describeOnEachBackend("orders and pet changes (beta)", ({ name }) => {
       const pet = await newPet()
       expect((await place(customer, pet.body.id)).status).toBe(201)
       expectError(await place(otherCustomer, pet.body.id), 409, "pet_not_available")
-      expectError(await place(customer, 987654321), 404, "not_found")
+      const unknown = await place(customer, 987654321)
+      expectError(unknown, 404, "not_found")
+      expect(unknown.body.message).toBe("No pet has id 987654321")
     })
 
     it.each<[string, unknown, string]>([

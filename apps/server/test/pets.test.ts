@@ -296,6 +296,7 @@ describeOnEachBackend("pets API", ({ name }) => {
     it("answers 404 for an unknown id, with the deprecation headers", async () => {
       const answer = await send(url("/pets/987654321"), { headers: bearer(key) })
       expectError(answer, 404, "not_found")
+      expect(answer.body.message).toBe("No pet has id 987654321")
       expectDeprecationHeaders(answer)
     })
 

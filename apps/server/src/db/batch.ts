@@ -11,7 +11,8 @@ export const failAll = <E>(entries: ReadonlyArray<Request.Entry<Request.Request<
 
 /**
  * A batch fails no more requests than the one that made it fail. `answer`
- * sends one statement for the entries it is given and completes them. When the
+ * sends one statement for the entries it is given and completes each of them,
+ * with its answer or with a refusal of its own (no such row). When the
  * database refuses the batch's statement (an index row too large, a value out
  * of a column's range: not an outage), each request is answered again with a
  * statement of its own, one after another in the batch's order, so only the
@@ -19,9 +20,11 @@ export const failAll = <E>(entries: ReadonlyArray<Request.Entry<Request.Request<
  * one changed nothing. An outage fails the batch at once; retrying each
  * request against a database that is away would only make it wait longer.
  */
-export const answerTogetherOrEach = <R extends Request.Request<unknown, DatabaseError>>(
+export const answerTogetherOrEach = <R extends Request.Request<unknown, unknown>>(
   entries: ReadonlyArray<Request.Entry<R>>,
-  answer: (entries: ReadonlyArray<Request.Entry<R>>) => Effect.Effect<void, DatabaseError>
+  // The statement's failure is the requests' `DatabaseError`, which each entry is completed with:
+  // `never` (so no `answer` fits) for requests whose error channel has none.
+  answer: (entries: ReadonlyArray<Request.Entry<R>>) => Effect.Effect<void, Extract<Request.Error<R>, DatabaseError>>
 ): Effect.Effect<void> =>
   answer(entries).pipe(
     Effect.catch((error) =>

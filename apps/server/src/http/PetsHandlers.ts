@@ -1,7 +1,7 @@
-import { CurrentApiKey, DEFAULT_PAGE_SIZE, NotFound, PetstoreApi } from "@petstore/contract"
-import { Effect, Option } from "effect"
+import { CurrentApiKey, DEFAULT_PAGE_SIZE, PetstoreApi } from "@petstore/contract"
+import { Effect } from "effect"
 import { HttpApiBuilder, HttpApiSchema } from "effect/http-api"
-import { etagOf, PetChanges } from "../pets/PetChanges.ts"
+import { answerPetMissing, etagOf, PetChanges } from "../pets/PetChanges.ts"
 import { type CreatedPet, PetCreation } from "../pets/PetCreation.ts"
 import { Pets, type StoredPet } from "../pets/Pets.ts"
 import { withoutDatabaseError } from "./databaseFailures.ts"
@@ -53,13 +53,10 @@ export const PetsHandlers = HttpApiBuilder.group(
           )
             .pipe(Effect.map(createdAnswer))
       )
-      .handle("getPet", ({ params }) =>
-        pets.get(params.petId).pipe(
-          Effect.flatMap(Option.match({
-            onNone: () => Effect.fail(new NotFound({ message: `No pet has id ${params.petId}` })),
-            onSome: (stored) => Effect.succeed(versionedAnswer(stored))
-          }))
-        ))
+      .handle(
+        "getPet",
+        ({ params }) => pets.get(params.petId).pipe(Effect.catchTags(answerPetMissing), Effect.map(versionedAnswer))
+      )
       .handle(
         "updatePet",
         ({ params, payload, headers }) =>

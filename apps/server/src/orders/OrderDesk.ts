@@ -11,7 +11,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { createHash } from "node:crypto"
 import type { DatabaseError } from "../db/DatabaseError.ts"
 import { IdempotencyKeys } from "../idempotency/IdempotencyKeys.ts"
-import type { PetMissing } from "../pets/PetRefusals.ts"
+import { answerPetMissing } from "../pets/PetChanges.ts"
 import type { OrderMissing, OrderNotPlaced, PetNotOrderable } from "./OrderRefusals.ts"
 import {
   type OrderPage,
@@ -45,7 +45,7 @@ const requestHash = (petId: number) => createHash("sha256").update(JSON.stringif
 
 /** The contract's answer to each refusal of `Orders`: the compiler checks every one is answered. */
 const answerPlaceRefusals = {
-  PetMissing: ({ petId }: PetMissing) => Effect.fail(new NotFound({ message: `No pet has id ${petId}` })),
+  ...answerPetMissing,
   PetNotOrderable: ({ petId, status }: PetNotOrderable) =>
     Effect.fail(new PetNotAvailable({ message: `Pet ${petId} is ${status}, not available: it cannot be ordered` }))
 }

@@ -32,9 +32,17 @@ export const preconditionOf = (petId: number, ifMatch: string | undefined): PetP
   return { _tag: "Versions", versions }
 }
 
+/**
+ * The contract's answer to `PetMissing`, wherever a request names a pet (reading, changing or
+ * deleting it, ordering it): the one place its 404's message is written.
+ */
+export const answerPetMissing = {
+  PetMissing: ({ petId }: PetMissing) => Effect.fail(new NotFound({ message: `No pet has id ${petId}` }))
+}
+
 /** The contract's answer to each refusal of `Pets`: the compiler checks every one is answered. */
 const answerRefusals = {
-  PetMissing: ({ petId }: PetMissing) => Effect.fail(new NotFound({ message: `No pet has id ${petId}` })),
+  ...answerPetMissing,
   PetVersionStale: ({ petId }: PetVersionStale) =>
     Effect.fail(
       new PreconditionFailed({

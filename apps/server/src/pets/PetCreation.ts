@@ -46,7 +46,12 @@ export class PetCreation extends Context.Service<PetCreation, {
                   completion._tag === "Created" ? Option.some(toStoredPet(completion.row)) : Option.none()
                 )
               ),
-            replay: pets.get
+            // None: the pet the key's claim names is not visible yet (or deleted since); `once` answers that as in flight.
+            replay: (petId) =>
+              pets.get(petId).pipe(
+                Effect.map(Option.some),
+                Effect.catchTag("PetMissing", () => Effect.succeedNone)
+              )
           })
           return { stored: created, replayed }
         }, traced("PetCreation.create"))

@@ -68,7 +68,7 @@ interface ListPets extends Request.Request<PetPage, DatabaseError> {
 interface CreatePet extends Request.Request<StoredPet, DatabaseError> {
   readonly pet: NewPet
 }
-interface GetPet extends Request.Request<Option.Option<StoredPet>, DatabaseError> {
+interface GetPet extends Request.Request<StoredPet, PetMissing | DatabaseError> {
   readonly id: number
 }
 const ListPets = Request.of<ListPets>()
@@ -95,7 +95,7 @@ export const createUnderClaim = (pet: NewPet): Statement =>
 export class Pets extends Context.Service<Pets, {
   readonly list: (query: PageQuery) => Effect.Effect<PetPage, DatabaseError>
   readonly create: (pet: NewPet) => Effect.Effect<StoredPet, DatabaseError>
-  readonly get: (id: number) => Effect.Effect<Option.Option<StoredPet>, DatabaseError>
+  readonly get: (id: number) => Effect.Effect<StoredPet, PetMissing | DatabaseError>
   /** Changes the fields the patch names, if the precondition holds; a patch that changes nothing keeps the version. */
   readonly update: (
     id: number,
@@ -190,8 +190,11 @@ export class Pets extends Context.Service<Pets, {
             Effect.map((rows) => {
               const byId = new Map(rows.map((row) => [row.id, row]))
               for (const entry of entries) {
+                const row = byId.get(entry.request.id)
                 entry.completeUnsafe(
-                  Exit.succeed(Option.map(Option.fromUndefinedOr(byId.get(entry.request.id)), toStoredPet))
+                  row === undefined
+                    ? Exit.fail(new PetMissing({ petId: entry.request.id }))
+                    : Exit.succeed(toStoredPet(row))
                 )
               }
             })
