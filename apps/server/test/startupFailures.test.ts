@@ -131,12 +131,13 @@ describe("a server that cannot start stops with one line naming the cause", () =
         /^petstore: cannot start: migration \d{4}_\w+ and \d+ more pending, and MIGRATE_ON_START=false: apply it with `pnpm migrate` \(in the server image: `node dist\/main\.js migrate`\) first$/
       )
       // The image's /app is this package deployed (`pnpm deploy`, deploy/images/Containerfile), run from there:
-      // the path the line names must be this package's entry point, and the root script the one it names.
+      // the path the line names must be this package's entry point (after the Node flags the image ships), and the
+      // root script the one it names.
       const inImage = /in the server image: `node (\S+) migrate`/.exec(line)![1]!
       const packageRoot = fileURLToPath(new URL("../", import.meta.url))
       expect(existsSync(join(packageRoot, inImage)), inImage).toBe(true)
       expect(readFileSync(join(packageRoot, "../../deploy/images/Containerfile"), "utf8")).toMatch(
-        /WORKDIR \/app\n[\s\S]*ENTRYPOINT \["node", "dist\/main\.js"\]/
+        /WORKDIR \/app\n[\s\S]*ENTRYPOINT \["node", (?:"--[^"]+", )*"dist\/main\.js"\]/
       )
       const rootScripts = JSON.parse(readFileSync(join(packageRoot, "../../package.json"), "utf8")).scripts
       expect(rootScripts.migrate).toMatch(/\bapps\/server\b.*\bdist\/main\.js migrate$/)
