@@ -8,7 +8,8 @@ import { sql } from "../src/db/sql.ts"
 import { type EventPosition, Events, START } from "../src/events/Events.ts"
 import { Orders } from "../src/orders/Orders.ts"
 import { Pets } from "../src/pets/Pets.ts"
-import { describeOnEachBackend, needsPostgres } from "./support/databases.ts"
+import { type Backend, describeOnEachBackend, needsPostgres } from "./support/databases.ts"
+import { transactionsOpenNow } from "./support/heldBack.ts"
 import { testDatabase } from "./support/layers.ts"
 import { settings } from "./support/settings.ts"
 
@@ -32,17 +33,24 @@ const staff = { apiKeyId: "staff", staff: true }
 
 /**
  * Events are listed once every older transaction of the cluster has ended (Events.ts): on a shared server,
- * other databases' transactions may hold them back a moment. Waits for `count` events, a bounded while.
+ * another database's transaction may hold them back for minutes (`heldBack.ts`). Waits for `count` events:
+ * a bounded while once no transaction older than them is open, and as long as the test's hang guard before.
  */
-const atLeast = (scope: { apiKeyId: string; staff: boolean }, count: number) =>
-  Effect.gen(function*() {
-    for (let attempt = 0; attempt < 500; attempt++) {
-      const page = yield* everything(scope)
-      if (page.events.length >= count) return page.events
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
-    }
-    return (yield* everything(scope)).events
-  })
+const atLeast = (backend: Backend, scope: { apiKeyId: string; staff: boolean }, count: number) =>
+  Effect.acquireUseRelease(
+    Effect.promise(() => transactionsOpenNow(backend)),
+    (older) =>
+      Effect.gen(function*() {
+        for (let attempt = 0; attempt < 500;) {
+          const page = yield* everything(scope)
+          if (page.events.length >= count) return page.events
+          if (!(yield* Effect.promise(older.stillOpen))) attempt++
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
+        }
+        return (yield* everything(scope)).events
+      }),
+    (older) => Effect.promise(older.end)
+  )
 
 describeOnEachBackend("Events", ({ name }) => {
   layer(services(testDatabase(name)), { timeout: 300_000 })((it) => {
@@ -66,7 +74,7 @@ describeOnEachBackend("Events", ({ name }) => {
         ).pipe(Effect.flip)
         assert.ok(failed)
 
-        const seen = (yield* atLeast(staff, before + 6)).slice(before)
+        const seen = (yield* atLeast(name, staff, before + 6)).slice(before)
         // The order's and its pet's events of one statement come in either order.
         const byType = (event: { type: string }) => event.type
         assert.deepStrictEqual(seen.map(byType).slice(0, 2), ["pet.created", "pet.updated"])
@@ -110,7 +118,7 @@ describeOnEachBackend("Events", ({ name }) => {
         const pets = yield* Pets
         const events = yield* Events
         for (let i = 0; i < 5; i++) yield* pets.create({ name: `Pet ${i}`, categoryId: 2, status: "available" })
-        const all = yield* atLeast(staff, 5)
+        const all = yield* atLeast(name, staff, 5)
         let after = START
         const paged: Array<string> = []
         for (;;) {
@@ -205,7 +213,7 @@ describe("Events on postgres, with transactions that commit out of order", needs
         assert.deepStrictEqual(first.events.map((event) => (event.data as { name: string }).name), [])
         yield* Effect.promise(() => early`COMMIT`)
         early.release()
-        const second = yield* atLeast(staff, 2)
+        const second = yield* atLeast("postgres", staff, 2)
         assert.deepStrictEqual(second.map((event) => (event.data as { name: string }).name), ["Early", "Late"])
       }))
   })

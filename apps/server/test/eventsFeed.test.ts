@@ -5,6 +5,7 @@
 import { type Answer, bearer, json, send } from "@petstore/test-support"
 import { afterAll, beforeAll, expect, it } from "vitest"
 import { describeOnEachBackend } from "./support/databases.ts"
+import { transactionsOpenNow } from "./support/heldBack.ts"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 
 const nextOf = (answer: Answer) => /^<([^>]+)>; rel="next"$/.exec(answer.headers.get("link") ?? "")?.[1]
@@ -21,18 +22,25 @@ describeOnEachBackend("the events feed from its end", ({ name }) => {
   const read = (url: string) => send(url, { headers: bearer(key) })
 
   /**
-   * Follows the link until a page shows events: events are listed once every older transaction has ended,
-   * and on a shared PostgreSQL other databases' transactions may hold them back a moment. Bounded.
+   * Follows the link until a page shows events: events are listed once every older transaction has ended, and
+   * on a shared PostgreSQL another database's transaction may stay open for minutes (`heldBack.ts`). The polls
+   * are bounded once no transaction older than the events is open; before that, only the test's hang guard.
    */
   const followUntilEvents = async (url: string) => {
-    for (let attempt = 0; attempt < 300; attempt++) {
-      const page = await read(url)
-      expect(page.status, page.text).toBe(200)
-      if (page.body.length > 0) return page
-      expect(nextOf(page), "an empty page links to itself").toBe(url)
-      await new Promise((resolve) => setTimeout(resolve, 50))
+    const older = await transactionsOpenNow(name)
+    try {
+      for (let attempt = 0; attempt < 300;) {
+        const page = await read(url)
+        expect(page.status, page.text).toBe(200)
+        if (page.body.length > 0) return page
+        expect(nextOf(page), "an empty page links to itself").toBe(url)
+        if (!(await older.stillOpen())) attempt++
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    } finally {
+      await older.end()
     }
-    throw new Error(`no events at ${url}`)
+    throw new Error(`no events at ${url}, with no older transaction open`)
   }
 
   beforeAll(async () => {

@@ -19,15 +19,16 @@ const work = mkdtempSync(join(tmpdir(), "contract-install-"))
 const run = promisify(execFile)
 
 let server: StartedProcess | undefined
-// The bounds catch a hang, not judge the machine: on a busy one, an embedded database takes a minute to open,
-// and npm fetches effect from the registry.
+// The bounds catch a hang, not judge the machine: on a busy one, an embedded database takes minutes to open (over
+// 150 s at load 20: the server runs initdb and every migration), and npm fetches effect from the registry. The
+// hook outlasts the server's own readiness bound (300 s), which fails with the server's output.
 beforeAll(async () => {
   server = await startServerProcess(
     { DATA_DIR: ":memory:" },
     undefined,
     serverEntry(join(repositoryRoot, "apps", "server", "package.json"))
   )
-}, 150_000)
+}, 400_000)
 afterAll(async () => {
   await server?.server.stop()
   rmSync(work, { recursive: true, force: true })

@@ -1,5 +1,5 @@
 import { createTestDatabase, postgresAdminUrl } from "@petstore/test-support"
-import { mkdtempSync, rmSync } from "node:fs"
+import { cpSync, mkdtempSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import postgres from "postgres"
 import type { TestProject } from "vitest/node"
@@ -15,7 +15,13 @@ import { scratchRoot } from "./databaseTemplates.ts"
  */
 export default async function setup(project: TestProject) {
   const parent = mkdtempSync(join(scratchRoot(), "petstore-pglite-template-"))
+  // PGlite runs initdb when it opens a new folder; a copy of the folder as initdb left it (closed, nothing migrated)
+  // is what a test that needs an unmigrated database starts from, without paying for initdb again.
+  const emptyDir = join(parent, "empty")
+  await (await pgliteDriver(emptyDir)).close()
+  project.provide("pgliteEmptyTemplateDir", emptyDir)
   const dataDir = join(parent, "data")
+  cpSync(emptyDir, dataDir, { recursive: true })
   const pglite = await pgliteDriver(dataDir)
   try {
     await migrate(pglite)
