@@ -1,7 +1,7 @@
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { once } from "node:events"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { createServer, type Server } from "node:net"
+import { createServer, type Server, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -156,6 +156,43 @@ describe("a server that cannot start stops with one line naming the cause", () =
     )
     expect(`${result.stdout}${result.stderr}`).not.toContain("not-the-real-password")
   })
+
+  it("QUOTA_STORE=redis with a Redis nobody listens on: said while the database is still being reached", async () => {
+    // A PostgreSQL that accepts connections and never answers: the database's start-up cannot finish, nor fail
+    // before its connect timeout (then with a line naming DATABASE_URL). The Redis line can only come first if
+    // Redis is connected beside the database rather than after it.
+    const held: Array<Socket> = []
+    const silent = createServer((socket) => void held.push(socket)).listen(0, "127.0.0.1")
+    await once(silent, "listening")
+    onTestFinished(() => {
+      for (const socket of held) socket.destroy()
+      silent.close()
+    })
+    const databasePort = (silent.address() as { port: number }).port
+    const redisPort = await freePort()
+    // Spawned, not run synchronously: the silent PostgreSQL must be able to accept while the server runs.
+    const child = spawn(process.execPath, [serverEntry()], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOST: "127.0.0.1",
+        PORT: String(await freePort()),
+        DATABASE_URL: `postgres://petstore@127.0.0.1:${databasePort}/petstore`,
+        QUOTA_STORE: "redis",
+        REDIS_URL: `redis://127.0.0.1:${redisPort}`
+      },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    onTestFinished(() => void child.kill("SIGKILL"))
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk) => (stdout += chunk))
+    child.stderr.on("data", (chunk) => (stderr += chunk))
+    const [status] = await once(child, "close")
+    const line = expectOneLineFailure({ status, stdout, stderr } as ReturnType<typeof start>)
+    expect(line).toBe(
+      `petstore: cannot start: REDIS_URL (127.0.0.1:${redisPort}): cannot reach Redis: connection refused: is Redis running there?`
+    )
+  }, 60_000)
 
   describe.runIf(postgresAdminUrl !== undefined)("on PostgreSQL", () => {
     const urlWith = (change: (url: URL) => void) => {
