@@ -138,10 +138,9 @@ const Services = Layer.mergeAll(
   ),
   ApiKeys.layer,
   AdminAudit.layer,
-  Quota.layerFromConfig,
   PublicUrl.layer,
   Draining.layer
-).pipe(Layer.provideMerge(Database.layer))
+).pipe(Layer.provideMerge(Quota.layerWithDatabase(Database.layer)))
 
 const LogConfig = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig

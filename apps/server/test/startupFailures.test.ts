@@ -1,7 +1,7 @@
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { once } from "node:events"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { createServer, type Server } from "node:net"
+import { createServer, type Server, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -159,6 +159,72 @@ describe("a server that cannot start stops with one line naming the cause", () =
     )
     expect(`${result.stdout}${result.stderr}`).not.toContain("not-the-real-password")
   })
+
+  /** A server that accepts connections and never answers, closed with the test. */
+  const silentServer = async () => {
+    const held: Array<Socket> = []
+    const silent = createServer((socket) => void held.push(socket)).listen(0, "127.0.0.1")
+    await once(silent, "listening")
+    onTestFinished(() => {
+      for (const socket of held) socket.destroy()
+      silent.close()
+    })
+    return (silent.address() as { port: number }).port
+  }
+
+  /** As `start`, but spawned: a silent server in this process must be able to accept while the server runs. */
+  const startBeside = async (env: Record<string, string>) => {
+    const child = spawn(process.execPath, [serverEntry()], {
+      env: { PATH: process.env.PATH ?? "", HOST: "127.0.0.1", PORT: String(await freePort()), ...env },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    onTestFinished(() => void child.kill("SIGKILL"))
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk) => (stdout += chunk))
+    child.stderr.on("data", (chunk) => (stderr += chunk))
+    const [status] = await once(child, "close")
+    return { status, stdout, stderr } as ReturnType<typeof start>
+  }
+
+  it("QUOTA_STORE=redis with a Redis nobody listens on: said while the database is still being reached", async () => {
+    // A PostgreSQL that accepts connections and never answers: the database's start-up cannot finish, nor fail
+    // before its connect timeout (then with a line naming DATABASE_URL). The Redis line can only come first if
+    // Redis is connected beside the database rather than after it.
+    const databasePort = await silentServer()
+    const redisPort = await freePort()
+    const line = expectOneLineFailure(
+      await startBeside({
+        DATABASE_URL: `postgres://petstore@127.0.0.1:${databasePort}/petstore`,
+        QUOTA_STORE: "redis",
+        REDIS_URL: `redis://127.0.0.1:${redisPort}`
+      })
+    )
+    expect(line).toBe(
+      `petstore: cannot start: REDIS_URL (127.0.0.1:${redisPort}): cannot reach Redis: connection refused: is Redis running there?`
+    )
+  }, 60_000)
+
+  it(
+    "QUOTA_STORE=redis with a Redis that never answers: a database nobody listens on is said, not waited behind Redis",
+    async () => {
+      // Redis's connect, begun beside the database's, is interrupted when the database fails: a Redis that accepts
+      // and stays silent would otherwise hold the start-up (its client waits for an answer without a deadline).
+      const redisPort = await silentServer()
+      const databasePort = await freePort()
+      const line = expectOneLineFailure(
+        await startBeside({
+          DATABASE_URL: `postgres://petstore@127.0.0.1:${databasePort}/petstore`,
+          QUOTA_STORE: "redis",
+          REDIS_URL: `redis://127.0.0.1:${redisPort}`
+        })
+      )
+      expect(line).toBe(
+        `petstore: cannot start: DATABASE_URL (127.0.0.1:${databasePort}/petstore): connection refused: is PostgreSQL running there?`
+      )
+    },
+    60_000
+  )
 
   describe.runIf(postgresAdminUrl !== undefined)("on PostgreSQL", () => {
     const urlWith = (change: (url: URL) => void) => {

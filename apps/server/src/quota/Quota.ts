@@ -115,16 +115,25 @@ export class Quota extends Context.Service<Quota, {
     })
   )
 
-  static readonly layerFromConfig = Layer.unwrap(Effect.gen(function*() {
-    const kind = quotaStoreKind(yield* AppConfig)
-    const store: Layer.Layer<QuotaStore, StartupError, AppConfig | Database> = kind === "redis"
-      // Imported only when chosen: the `redis` client is some 600 modules and 1.7 MB of source text held in the heap.
-      ? yield* Effect.promise(() => import("./redis/RedisQuotaStore.ts")).pipe(
-        Effect.map(({ RedisQuotaStore }) => RedisQuotaStore.layerFromConfig)
-      )
-      : kind === "postgres"
-      ? QuotaStore.postgres
-      : QuotaStore.memory
-    return Quota.layer.pipe(Layer.provide(store))
-  }))
+  /**
+   * The configured store's quota, with the database. Redis is connected while the database opens (the two
+   * layers are merged, and a merge builds concurrently): a Redis that cannot be reached stops the start-up as
+   * soon as its connection fails, not after the database has opened and migrated, and the database's opening
+   * is interrupted (PGlite's own opening, once begun, finishes first: a half-created DATA_DIR is never left),
+   * as Redis's connecting is when the database fails first. The listeners open only once both are up. The
+   * other stores count in the database or beside it, so they are built once it is ready.
+   */
+  static readonly layerWithDatabase = <E>(
+    database: Layer.Layer<Database, E, AppConfig>
+  ): Layer.Layer<Quota | Database, E | StartupError, AppConfig> =>
+    Layer.unwrap(Effect.gen(function*() {
+      const kind = quotaStoreKind(yield* AppConfig)
+      if (kind === "redis") {
+        // Imported only when chosen: the `redis` client is some 600 modules and 1.7 MB of source text held in the heap.
+        const { RedisQuotaStore } = yield* Effect.promise(() => import("./redis/RedisQuotaStore.ts"))
+        return Layer.merge(Quota.layer.pipe(Layer.provide(RedisQuotaStore.layerFromConfig)), database)
+      }
+      const store = kind === "postgres" ? QuotaStore.postgres : QuotaStore.memory
+      return Quota.layer.pipe(Layer.provide(store), Layer.provideMerge(database))
+    }))
 }

@@ -98,13 +98,16 @@ const CONNECT_TIMEOUT_MILLIS = 5_000
  * Connects (failing at once when Redis cannot be reached: a start-up names it), then reconnects by itself
  * in the background, quickly (50 ms, growing to 1 s between tries). Commands sent while a connection is down
  * fail at once rather than queue: a request must not wait for Redis longer than QUOTA_STORE_TIMEOUT.
+ *
+ * Connecting can be interrupted (the client is destroyed): the start-up connects while the database opens,
+ * and a database that cannot be opened stops it without waiting for Redis's connect timeout.
  */
 export const connectRedis = (target: RedisTarget) =>
   Effect.acquireRelease(
     Effect.try({ try: () => redisEndpoints(target.url), catch: (cause) => cause as StartupError }).pipe(
       Effect.flatMap((endpoints) =>
         Effect.tryPromise({
-          try: () => open(target.type, endpoints),
+          try: (signal) => open(target.type, endpoints, signal),
           catch: (cause) =>
             new StartupError({
               message: `REDIS_URL (${redisTarget(endpoints.urls)}): ${describeConnectFailure(cause, endpoints.tls)}`
@@ -112,12 +115,27 @@ export const connectRedis = (target: RedisTarget) =>
         })
       )
     ),
-    (connection) => Effect.promise(() => connection.close().catch(() => undefined))
+    (connection) => Effect.promise(() => connection.close().catch(() => undefined)),
+    { interruptible: true }
   )
+
+/**
+ * An interrupted connect leaves nothing behind: the client is destroyed, whether it is still connecting or has
+ * just connected (its connection then never reached the scope that would have closed it).
+ */
+const destroyOnAbort = (signal: AbortSignal, destroy: () => void) =>
+  signal.addEventListener("abort", () => {
+    try {
+      destroy()
+    } catch {
+      // Already closed: nothing left to release.
+    }
+  }, { once: true })
 
 const open = async (
   type: RedisTarget["type"],
-  endpoints: RedisEndpoints
+  endpoints: RedisEndpoints,
+  signal: AbortSignal
 ): Promise<RedisConnection & { readonly close: () => Promise<void> }> => {
   let connected = false
   // Host names are checked as Node does (the URL's host against the certificate's names): never skipped.
@@ -150,6 +168,7 @@ const open = async (
   if (type === "single") {
     const client = createClient({ url: endpoints.urls[0]!, disableOfflineQueue: true, socket: socket() })
     client.on("error", remember)
+    destroyOnAbort(signal, () => client.destroy())
     try {
       await client.connect()
     } catch (error) {
@@ -176,6 +195,7 @@ const open = async (
     topologyRefreshOnReconnectionAttemptStrategy: 1_000
   })
   cluster.on("error", remember)
+  destroyOnAbort(signal, () => cluster.destroy())
   try {
     await cluster.connect()
   } catch (error) {
