@@ -39,7 +39,7 @@ export const measuredMemoryMiB = () => {
   const readme = read("docs/operations.md")
   return {
     idle: Number(/holds about (\d+) MiB resident idle/.exec(readme)![1]),
-    underLoad: Number(/req\/s it holds \d+–(\d+) MiB/.exec(readme.replace(/\s+/g, " "))![1])
+    underLoad: Number(/steady soak it holds \d+–(\d+) MiB/.exec(readme.replace(/\s+/g, " "))![1])
   }
 }
 
