@@ -14,6 +14,7 @@ import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import postgres from "postgres"
+import { insertListPets } from "./listPets.ts"
 import { startLogged } from "./processes.ts"
 
 const seconds = Number(process.env.BENCH_ALLOCATION_SECONDS ?? 20)
@@ -45,8 +46,7 @@ const main = async () => {
   const pid = target.server.child.pid!
   try {
     const db = postgres(database.url, { max: 1, onnotice: () => {} })
-    await db`INSERT INTO pets (name, category_id, status)
-      SELECT 'Pet ' || g, 1 + g % 10, (ARRAY['available', 'pending', 'sold'])[1 + g % 3] FROM generate_series(1, 10000) AS g`
+    await insertListPets(db)
     await db`VACUUM ANALYZE pets`
     await db.end()
     const { key } = await createKey(target.admin, "enterprise", { perMinute: 2_000_000_000, perDay: 2_000_000_000 })

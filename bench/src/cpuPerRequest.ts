@@ -15,6 +15,7 @@ import autocannon from "autocannon"
 import { readFileSync } from "node:fs"
 import { loadavg } from "node:os"
 import postgres from "postgres"
+import { insertListPets } from "./listPets.ts"
 import { cpuSeconds, type LoggedProcess, startLogged } from "./processes.ts"
 
 const entries =
@@ -60,8 +61,7 @@ const start = async (label: string, entry: string): Promise<Target> => {
   const database = await createTestDatabase(adminUrl, "petstore_cpu")
   const started = await startLogged(`cpu-${label}`, entry, { DATABASE_URL: database.url }, { nodeOptions })
   const db = postgres(database.url, { max: 1, onnotice: () => {} })
-  await db`INSERT INTO pets (name, category_id, status)
-    SELECT 'Pet ' || g, 1 + g % 10, (ARRAY['available', 'pending', 'sold'])[1 + g % 3] FROM generate_series(1, 10000) AS g`
+  await insertListPets(db)
   await db`VACUUM ANALYZE pets`
   await db.end()
   const { key } = await createKey(started.admin, "enterprise", { perMinute: 2_000_000_000, perDay: 2_000_000_000 })
