@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url"
 import { Cause, Effect, Exit, Layer, Option } from "effect"
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest"
 import { AppConfig } from "../src/config.ts"
+import { FIRST_CONNECTION_DEADLINE_SECONDS } from "../src/quota/redis/redisConnection.ts"
 import { StartupError } from "../src/startupError.ts"
 import { ServerLive } from "../src/server.ts"
 import {
@@ -224,6 +225,29 @@ describe("a server that cannot start stops with one line naming the cause", () =
       )
     },
     60_000
+  )
+
+  it(
+    "QUOTA_STORE=redis with a Redis that accepts and never answers: said at the first connection's deadline",
+    async () => {
+      // The client's connect timeout covers only the socket; its handshake (HELLO) waits without one. The database
+      // (a migrated PGlite) opens, so only Redis's own deadline can end this start-up.
+      const redisPort = await silentServer()
+      const folder = freshPgliteFolder()
+      onTestFinished(folder.remove)
+      const line = expectOneLineFailure(
+        await startBeside({
+          DATA_DIR: folder.dataDir,
+          QUOTA_STORE: "redis",
+          REDIS_URL: `redis://127.0.0.1:${redisPort}`
+        })
+      )
+      expect(line).toBe(
+        `petstore: cannot start: REDIS_URL (127.0.0.1:${redisPort}): connected, but no answer to the handshake within ` +
+          `${FIRST_CONNECTION_DEADLINE_SECONDS} s: is a Redis server listening there?`
+      )
+    },
+    120_000
   )
 
   describe.runIf(postgresAdminUrl !== undefined)("on PostgreSQL", () => {

@@ -95,12 +95,21 @@ const describeConnectFailure = (cause: unknown, tls: { readonly cert?: string } 
 const CONNECT_TIMEOUT_MILLIS = 5_000
 
 /**
+ * The whole first connection, handshake included: the connect timeout covers only the socket, and the client
+ * then waits for its handshake's answer (`HELLO`) without a deadline, so a server that accepts and never answers
+ * (not Redis, or Redis wedged) would hold the start-up for ever. Generous: a Cluster's first connection reaches
+ * every primary, on a machine that may be busy.
+ */
+export const FIRST_CONNECTION_DEADLINE_SECONDS = 15
+
+/**
  * Connects (failing at once when Redis cannot be reached: a start-up names it), then reconnects by itself
  * in the background, quickly (50 ms, growing to 1 s between tries). Commands sent while a connection is down
  * fail at once rather than queue: a request must not wait for Redis longer than QUOTA_STORE_TIMEOUT.
  *
  * Connecting can be interrupted (the client is destroyed): the start-up connects while the database opens,
- * and a database that cannot be opened stops it without waiting for Redis's connect timeout.
+ * and a database that cannot be opened stops it without waiting for Redis's connect timeout. The first
+ * connection has a deadline of its own (`FIRST_CONNECTION_DEADLINE_SECONDS`).
  */
 export const connectRedis = (target: RedisTarget) =>
   Effect.acquireRelease(
@@ -112,7 +121,19 @@ export const connectRedis = (target: RedisTarget) =>
             new StartupError({
               message: `REDIS_URL (${redisTarget(endpoints.urls)}): ${describeConnectFailure(cause, endpoints.tls)}`
             })
-        })
+        }).pipe(
+          // Interrupting the connect destroys the client (`destroyOnAbort`), so nothing is left connecting.
+          Effect.timeoutOrElse({
+            duration: `${FIRST_CONNECTION_DEADLINE_SECONDS} seconds`,
+            orElse: () =>
+              Effect.fail(
+                new StartupError({
+                  message: `REDIS_URL (${redisTarget(endpoints.urls)}): connected, but no answer to the handshake ` +
+                    `within ${FIRST_CONNECTION_DEADLINE_SECONDS} s: is a Redis server listening there?`
+                })
+              )
+          })
+        )
       )
     ),
     (connection) => Effect.promise(() => connection.close().catch(() => undefined)),
