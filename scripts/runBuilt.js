@@ -4,6 +4,7 @@
 // type stripping would add ~50 ms to each.
 //
 //   node scripts/runBuilt.js apps/keys dist/main.js list --json
+//   node scripts/runBuilt.js apps/server        (no entry: only builds it when needed; the suites' global setup)
 //
 // A package's build is current when a stamp written at the start of its last build here is newer than every
 // input turbo hashes for it (`src/`, `tsconfig*.json`, `package.json`) in it and in the workspace packages it
@@ -108,6 +109,7 @@ const build = () => {
 }
 
 if (missing || builtAt <= newestInput(packages)) build()
+if (entry === undefined) process.exit(0)
 
 // Compiled code is cached across runs (in the system's temporary folder): parsing the keys bundle was a fifth of
 // a call's CPU time.

@@ -8,8 +8,9 @@ export default defineConfig({
     projects: lanes.map((lane) =>
       lane.test?.name === "fast" ? { ...lane, test: { ...lane.test, isolate: false } } : lane
     ),
-    // One migrated database of each backend for the run, copied for each in-process server and database layer.
-    globalSetup: ["test/support/databaseTemplates.globalSetup.ts"],
+    // The compiled server, current, for the server processes the suites start; then one migrated database of each
+    // backend for the run, copied for each in-process server and database layer.
+    globalSetup: ["@petstore/test-support/serverBuild", "test/support/databaseTemplates.globalSetup.ts"],
     // Each suite starts real listeners and a database; PGlite alone takes seconds to open. The timeout is there
     // to catch a hang, not to judge the machine, which may be busy with other suites.
     testTimeout: 300_000,

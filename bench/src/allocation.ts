@@ -7,7 +7,7 @@
  * measures another build (e.g. a copy of an older commit's dist inside apps/server, for an A/B), and
  * BENCH_ALLOCATION_ROUNDS (1) repeats the measured window on the same server.
  */
-import { builtServerEntry, createKey, createTestDatabase } from "@petstore/test-support"
+import { serverEntry, createKey, createTestDatabase } from "@petstore/test-support"
 import autocannon from "autocannon"
 import { readFileSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
@@ -20,7 +20,7 @@ import { startLogged } from "./processes.ts"
 const seconds = Number(process.env.BENCH_ALLOCATION_SECONDS ?? 20)
 const rounds = Number(process.env.BENCH_ALLOCATION_ROUNDS ?? 1)
 const rate = Number(process.env.BENCH_SOAK_RATE ?? 1000)
-const entry = process.env.BENCH_SERVER_ENTRY ?? builtServerEntry(import.meta.url)
+const entry = process.env.BENCH_SERVER_ENTRY ?? serverEntry(import.meta.url)
 const shippedNodeOptions = (() => {
   const { scripts } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"))
   return (/NODE_OPTIONS=\\?"([^"$]*)/.exec(scripts.start)?.[1] ?? "").trim()

@@ -10,7 +10,7 @@
  * alike, so the ratios are what to read. Prints µs of CPU per request per round, and each target's median
  * ratio to the first.
  */
-import { builtServerEntry, createKey, createTestDatabase } from "@petstore/test-support"
+import { serverEntry, createKey, createTestDatabase } from "@petstore/test-support"
 import autocannon from "autocannon"
 import { readFileSync } from "node:fs"
 import { loadavg } from "node:os"
@@ -18,10 +18,9 @@ import postgres from "postgres"
 import { insertListPets } from "./listPets.ts"
 import { cpuSeconds, type LoggedProcess, startLogged } from "./processes.ts"
 
-const entries =
-  (process.env.BENCH_TARGETS ?? `${builtServerEntry(import.meta.url)},${builtServerEntry(import.meta.url)}`)
-    .split(",")
-    .filter(Boolean)
+const entries = (process.env.BENCH_TARGETS ?? `${serverEntry(import.meta.url)},${serverEntry(import.meta.url)}`)
+  .split(",")
+  .filter(Boolean)
 const requests = Number(process.env.BENCH_REQUESTS ?? 3000)
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 8)
 const rounds = Number(process.env.BENCH_ROUNDS ?? 8)

@@ -9,7 +9,7 @@
  * Writes a row per scenario into bench/RESULTS.md between the docs markers, labelled with the commit, so the
  * table keeps the before (an older commit's run) and the after.
  */
-import { builtServerEntry, createKey, createTestDatabase, type ServerProcess } from "@petstore/test-support"
+import { serverEntry, createKey, createTestDatabase, type ServerProcess } from "@petstore/test-support"
 import autocannon from "autocannon"
 import { execFileSync } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
@@ -63,7 +63,7 @@ const statusesOf = (result: autocannon.Result) => {
 
 const measureScenario = async (label: string, env: Record<string, string>): Promise<ReadonlyArray<Row>> => {
   process.stdout.write(`starting the server (${label})… `)
-  const server = await startLogged(`docs-${label}`, builtServerEntry(import.meta.url), {
+  const server = await startLogged(`docs-${label}`, serverEntry(import.meta.url), {
     DATABASE_URL: database.url,
     ...env
   })

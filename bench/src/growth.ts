@@ -28,7 +28,7 @@
  *
  * Writes its tables into bench/RESULTS.md between the growth markers.
  */
-import { ADMIN_TOKEN, builtServerEntry, createKey, createTestDatabase } from "@petstore/test-support"
+import { ADMIN_TOKEN, serverEntry, createKey, createTestDatabase } from "@petstore/test-support"
 import autocannon from "autocannon"
 import { createHash } from "node:crypto"
 import { readFileSync, writeFileSync } from "node:fs"
@@ -80,7 +80,7 @@ const main = async () => {
   const db = postgres(database.url, { max: 1, onnotice: () => {} })
   const stops: Array<() => Promise<void>> = []
   try {
-    const server = await startLogged("growth", builtServerEntry(import.meta.url), { DATABASE_URL: database.url })
+    const server = await startLogged("growth", serverEntry(import.meta.url), { DATABASE_URL: database.url })
     stops.push(server.server.stop)
     const unbound = { perMinute: 2_000_000_000, perDay: 2_000_000_000 }
     const { id: keyId, key } = await createKey(server.admin, "enterprise", unbound)

@@ -10,13 +10,7 @@ import autocannon from "autocannon"
 import postgres from "postgres"
 import { readFileSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import {
-  builtServerEntry,
-  createKey,
-  createTestDatabase,
-  startPgBouncer,
-  startServerProcess
-} from "@petstore/test-support"
+import { serverEntry, createKey, createTestDatabase, startPgBouncer, startServerProcess } from "@petstore/test-support"
 import { cpuSeconds } from "./processes.ts"
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 8)
@@ -63,7 +57,7 @@ try {
     const started = await startServerProcess(
       { ...configuration.env, LOG_LEVEL: "Warn" },
       120_000,
-      builtServerEntry(import.meta.url)
+      serverEntry(import.meta.url)
     )
     try {
       const { key } = await createKey(started.admin, "enterprise", { perMinute: 2_000_000_000, perDay: 2_000_000_000 })

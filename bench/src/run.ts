@@ -33,7 +33,7 @@
  * ones `pnpm start` ships, read from the root package.json; set empty for none).
  */
 import { lastUseStatement } from "@petstore/server/auth/ApiKeys"
-import { builtServerEntry, createKey, createTestDatabase, type ServerProcess, startRedis } from "@petstore/test-support"
+import { serverEntry, createKey, createTestDatabase, type ServerProcess, startRedis } from "@petstore/test-support"
 import autocannon from "autocannon"
 import { readFileSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, totalmem } from "node:os"
@@ -75,7 +75,7 @@ const soakSeconds = Number(process.env.BENCH_SOAK_SECONDS ?? 300)
 const heapSoakSeconds = Number(process.env.BENCH_HEAP_SOAK_SECONDS ?? (quick ? 30 : 60))
 const soakRate = Number(process.env.BENCH_SOAK_RATE ?? 1000)
 const CONNECTIONS = 64
-const serverMain = builtServerEntry(import.meta.url)
+const serverMain = serverEntry(import.meta.url)
 const floorMain = fileURLToPath(new URL("./floor.ts", import.meta.url))
 const resultsFile = fileURLToPath(new URL("../RESULTS.md", import.meta.url))
 

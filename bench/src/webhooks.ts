@@ -15,7 +15,7 @@
  *
  * Writes its tables into bench/RESULTS.md between the webhook markers.
  */
-import { builtServerEntry, createKey, createTestDatabase } from "@petstore/test-support"
+import { serverEntry, createKey, createTestDatabase } from "@petstore/test-support"
 import autocannon from "autocannon"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -29,7 +29,7 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const seconds = Number(process.env.BENCH_SECONDS ?? 8)
 const rate = Number(process.env.BENCH_WEBHOOK_RATE ?? 50)
 const backlog = Number(process.env.BENCH_WEBHOOK_BACKLOG ?? 5_000)
-const serverMain = builtServerEntry(import.meta.url)
+const serverMain = serverEntry(import.meta.url)
 const resultsFile = fileURLToPath(new URL("../RESULTS.md", import.meta.url))
 const adminUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
 

@@ -4,6 +4,8 @@ import { lanes } from "@petstore/test-support/lanes"
 export default defineConfig({
   test: {
     projects: lanes,
+    // The compiled server, current, for the server processes the suites start.
+    globalSetup: ["@petstore/test-support/serverBuild"],
     // The real-server suites wait out a minute window's Retry-After once; everything else takes seconds on an
     // idle machine. The timeout is there to catch a hang, not to judge the machine: on two cores at load 20, eight
     // deviation runs side by side took over three minutes each.

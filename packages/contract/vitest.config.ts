@@ -13,7 +13,15 @@ export default defineConfig({
           exclude: [...configDefaults.exclude, "**/*.system.test.ts"]
         }
       },
-      { extends: true, test: { name: "system", include: ["test/**/*.system.test.ts"] } }
+      {
+        extends: true,
+        test: {
+          name: "system",
+          include: ["test/**/*.system.test.ts"],
+          // The compiled server, current, for the server process the installed client talks to.
+          globalSetup: ["../test-support/src/serverBuild.ts"]
+        }
+      }
     ]
   }
 })

@@ -5,7 +5,7 @@ import { ADMIN_TOKEN, bearer, runScript, send, type StartedProcess, startServerP
 /** The bundle `pnpm keys` runs, built from the sources by `buildOnce.ts`. */
 const cli = fileURLToPath(new URL("../dist/main.js", import.meta.url))
 
-/** The server (`@petstore/server/main`) as its own process, on PGlite in memory. */
+/** The server (its compiled build, `serverEntry`) as its own process, on PGlite in memory. */
 interface RunningServer {
   readonly baseUrl: string
   readonly adminUrl: string

@@ -2,11 +2,10 @@ import { spawnSync } from "node:child_process"
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import { eventually, freePort, spawnServer } from "@petstore/test-support"
+import { eventually, freePort, serverEntry, spawnServer } from "@petstore/test-support"
 
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
+const main = serverEntry()
 
 /** Starts the real server process with the given environment and waits for it to stop by itself. */
 const start = (env: Record<string, string>) =>

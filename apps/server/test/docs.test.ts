@@ -1,8 +1,7 @@
 import { spawnSync } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { documentServers } from "../src/http/openApiServers.ts"
-import { send } from "@petstore/test-support"
+import { send, serverEntry } from "@petstore/test-support"
 import { type RunningServer, startServer } from "./support/testServer.ts"
 import { Option } from "effect"
 import { settings } from "./support/settings.ts"
@@ -83,7 +82,7 @@ describe("the servers of the OpenAPI document", () => {
   it.each(["https://pets.example.com", "https://pets.example.com/v1/", "pets.example.com/v1", "https://a.example/v1,"])(
     "OPENAPI_SERVERS=%s stops the server at start-up with one line naming the variable",
     (value) => {
-      const result = spawnSync(process.execPath, [fileURLToPath(new URL("../src/main.ts", import.meta.url))], {
+      const result = spawnSync(process.execPath, [serverEntry()], {
         env: { PATH: process.env.PATH ?? "", DATA_DIR: ":memory:", OPENAPI_SERVERS: value },
         encoding: "utf8",
         timeout: 120_000

@@ -5,11 +5,17 @@
  * balancer's side: fleet/test/fleet.system.test.ts).
  */
 import { spawnSync } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
-import { eventually, type StartedProcess, startServerProcess, tryConnect, waitForExit } from "@petstore/test-support"
+import {
+  eventually,
+  serverEntry,
+  type StartedProcess,
+  startServerProcess,
+  tryConnect,
+  waitForExit
+} from "@petstore/test-support"
 
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
+const main = serverEntry()
 
 const running: Array<StartedProcess> = []
 afterEach(async () => {

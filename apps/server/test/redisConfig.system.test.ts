@@ -1,13 +1,12 @@
-import { eventually, freePort, spawnServer, startRedis, type TestRedis } from "@petstore/test-support"
+import { eventually, freePort, serverEntry, spawnServer, startRedis, type TestRedis } from "@petstore/test-support"
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { redisSuiteOptions } from "./support/layers.ts"
 
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
+const main = serverEntry()
 
 /** Starts the real server process with the given environment and waits for it to stop by itself. */
 const start = async (env: Record<string, string>) =>

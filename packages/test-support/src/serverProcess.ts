@@ -7,21 +7,17 @@ import { freePort } from "./ports.ts"
 import type { KeyRole, Plan, QuotaLimits } from "@petstore/contract"
 
 /**
- * The server's entry point, reached through its package (`@petstore/server/main`)
- * as the module `from` resolves it: by default the package whose tests run
- * (their working directory); a script run from elsewhere passes its own
- * `import.meta.url`. Resolved there because this package cannot depend on the
- * server, whose tests depend on it.
+ * The compiled server (`@petstore/server/dist/main`), which `pnpm start` and the image run, reached through its
+ * package as the module `from` resolves it: by default the package whose tests run (their working directory); a
+ * script run from elsewhere passes its own `import.meta.url`. Resolved there because this package cannot depend
+ * on the server, whose tests depend on it.
+ *
+ * Compiled, not from source: a process started from `src/main.ts` also strips and loads some 400 TypeScript
+ * modules, about 1.5 s of CPU against 0.3 s for the bundle, and the suites start hundreds of them. Suites that
+ * spawn the server keep the build current with the `@petstore/test-support/serverBuild` global setup.
  */
 export const serverEntry = (from: string = join(process.cwd(), "package.json")): string =>
-  createRequire(from).resolve("@petstore/server/main")
-
-/**
- * The compiled server (`@petstore/server/dist/main`), which `pnpm start` runs:
- * for measuring it as operators run it. Run from source, Node also loads its
- * TypeScript stripper (about 30 MiB of resident memory). Needs `pnpm build`.
- */
-export const builtServerEntry = (from: string): string => createRequire(from).resolve("@petstore/server/dist/main")
+  createRequire(from).resolve("@petstore/server/dist/main")
 
 export interface ServerProcess {
   readonly child: ChildProcess

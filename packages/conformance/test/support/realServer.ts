@@ -19,7 +19,7 @@ export interface RealServer {
 }
 
 /**
- * The server this repository ships (`@petstore/server/main`), run as operators
+ * The server this repository ships (its compiled build, `serverEntry`), run as operators
  * run it: its own process, on PGlite in memory or a fresh PostgreSQL database.
  * The suite itself only ever talks HTTP to it.
  */
