@@ -4,7 +4,7 @@
  * closes its own connection (and only it); a closed connection leaves the file.
  */
 import { Duplex } from "node:stream"
-import { describe, expect, it } from "vitest"
+import { afterEach, describe, expect, it, vi } from "vitest"
 import { type CloseReason, Sessions, watchAnswers } from "../src/db/answerWatch.ts"
 
 const message = (type: string, body: Buffer) => {
@@ -68,5 +68,41 @@ describe("a watched connection's session key", () => {
     socket.destroy()
     await closing
     expect(sessions.size).toBe(0)
+  })
+})
+
+describe("a watched connection's start-up", () => {
+  afterEach(() => void vi.useRealTimers())
+  const STARTUP_MESSAGE = Buffer.from([0, 0, 0, 8, 0, 3, 0, 0])
+
+  /** Statements may be silent for a minute; a start-up, for the connect timeout's 5 s. */
+  const watchedStartUp = () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "performance"] })
+    const socket = fakeSocket()
+    const reasons: Array<CloseReason> = []
+    watchAnswers(socket, 60_000, (reason) => reasons.push(reason), new Sessions(), 5_000)
+    socket.write(STARTUP_MESSAGE)
+    return { socket, reasons }
+  }
+
+  it("unanswered, is closed as silent at the connect timeout, not the statements' longer bound", async () => {
+    // postgres.js's own connect timeout would otherwise close it, uncounted in database_connections_closed_total.
+    const { reasons, socket } = watchedStartUp()
+    await vi.advanceTimersByTimeAsync(4_999)
+    expect(reasons).toEqual([])
+    await vi.advanceTimersByTimeAsync(1)
+    expect(reasons).toEqual(["silent"])
+    await vi.runAllTimersAsync()
+    expect(socket.destroyed).toBe(true)
+  })
+
+  it("once answered, leaves the connection to the statements' bound", async () => {
+    const { reasons, socket } = watchedStartUp()
+    socket.emit("data", startUpAnswer(7, 8))
+    socket.write(message("Q", Buffer.from("SELECT pg_sleep(30)\0")))
+    await vi.advanceTimersByTimeAsync(59_999)
+    expect(reasons).toEqual([])
+    await vi.advanceTimersByTimeAsync(1)
+    expect(reasons).toEqual(["silent"])
   })
 })

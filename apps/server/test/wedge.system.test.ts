@@ -68,4 +68,30 @@ describe("a connection whose answer was swallowed", needsPostgres, () => {
     expect(started.server.child.pid).toBe(pid)
     expect(started.server.child.exitCode).toBeNull()
   }, 120_000)
+
+  it("a new connection's start-up answer: closed at the connect timeout, counted as silent, replaced", async () => {
+    // A statement timeout well above the connect timeout: the start-up is bounded by the latter (5 s), and the
+    // close is the server's, counted, not postgres.js's own connect timeout (which closed it uncounted).
+    const { proxy, url } = await freshDatabaseBehindProxy(cleanup)
+    // Without TLS: a new connection's first message is then its start-up, not the TLS request (whose lost answer
+    // the connect's own timeout has always closed and counted).
+    const plain = new URL(url)
+    plain.searchParams.set("sslmode", "disable")
+    const started = await startServerProcess({ DATABASE_URL: plain.toString(), DATABASE_STATEMENT_TIMEOUT: "30" })
+    cleanup.push(() => started.server.stop())
+    const key = await started.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })
+    const list = () =>
+      send(`${started.origin}/v1/pets?limit=5`, { headers: json(key), signal: AbortSignal.timeout(60_000) })
+        .catch((error) => ({ status: 0, text: String(error) }))
+    expect((await list()).status).toBe(200)
+    expect(await closedForSilence(started.admin)).toBe(0)
+
+    // Every connection dropped, as a crashed host's: the first bytes the proxy then carries are a new
+    // connection's start-up message, and its answer is the one swallowed.
+    proxy.swallowNextAnswer()
+    proxy.dropConnections()
+    expect(await eventually(async () => (await list()).status === 200, 60_000, 200)).toBe(true)
+    expect(await eventually(async () => (await closedForSilence(started.admin)) >= 1, 30_000, 200)).toBe(true)
+    expect(started.server.child.exitCode).toBeNull()
+  }, 180_000)
 })

@@ -17,7 +17,8 @@ import { afterPendingWrites, tapWrites } from "./postgresInternals.ts"
  * every `Sync` before it (a pooler that releases the server connection at the
  * `ReadyForQuery` before it can lose exactly this answer).
  * A connection is closed when
- * - something is owed and no byte has arrived for `silenceMillis` ("silent"), or
+ * - something is owed and no byte has arrived for `silenceMillis` ("silent"), or for `startUpMillis` while
+ *   its start-up is owed (the connect timeout, which may be shorter than the statement timeout), or
  * - a `ReadyForQuery` arrives when nothing is owed ("out of protocol": the
  *   answers no longer belong to the questions), or
  * - a statement on it timed out ("timed_out", closed through the session's key
@@ -134,10 +135,14 @@ export const watchAnswers = <S extends Duplex>(
   socket: S,
   silenceMillis: number,
   onClose: (reason: CloseReason) => void,
-  sessions?: Sessions
+  sessions?: Sessions,
+  startUpMillis = silenceMillis
 ): S => {
   let owed = 0
   let flushOwed = false
+  // Until the first ReadyForQuery: the start-up message's answer is owed, and the connect timeout bounds it.
+  let startUpOwed = false
+  const bound = () => startUpOwed ? Math.min(silenceMillis, startUpMillis) : silenceMillis
   // When the last byte arrived, or the wait began; the timer checks it rather than being re-armed on every chunk.
   let heardAt = 0
   let timer: NodeJS.Timeout | undefined
@@ -154,19 +159,20 @@ export const watchAnswers = <S extends Duplex>(
     timer = undefined
     if (owed === 0 && !flushOwed) return
     const waited = performance.now() - heardAt
-    if (waited >= silenceMillis) return close("silent")
-    timer = setTimeout(check, silenceMillis - waited)
+    if (waited >= bound()) return close("silent")
+    timer = setTimeout(check, bound() - waited)
     timer.unref()
   }
   const sent = new Framer(true, (type) => {
     // The start-up message (untyped) is answered by a ReadyForQuery too.
     const counted = type === SYNC || type === QUERY || type === -1
+    if (type === -1) startUpOwed = true
     if (counted || type === FLUSH) {
       if (owed === 0 && !flushOwed) heardAt = performance.now()
       if (counted) owed++
       else flushOwed = true
       if (timer === undefined) {
-        timer = setTimeout(check, silenceMillis)
+        timer = setTimeout(check, bound())
         timer.unref()
       }
     }
@@ -181,6 +187,7 @@ export const watchAnswers = <S extends Duplex>(
       }
       if (owed === 0) return close("out_of_protocol")
       owed--
+      startUpOwed = false
     },
     new Set([BACKEND_KEY_DATA]),
     (_type, body) => {

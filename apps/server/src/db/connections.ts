@@ -44,6 +44,7 @@ export interface SocketOptions {
   readonly settings: ConnectionSettings
   /** A connection owing an answer and silent this long is closed; 0: never (migrations, which may wait on locks). */
   readonly silenceMillis: number
+  /** TCP, the TLS request and handshake here, then the start-up message's answer through the watch. */
   readonly connectTimeoutMillis: number
   readonly onClose: (reason: CloseReason) => void
   /** Where each watched connection is filed by its session's key. */
@@ -138,7 +139,7 @@ export const socketFactory = (options: SocketOptions) => {
       try {
         const socket = await open(options, hosts[index]!, ports[index] ?? ports[0]!, path)
         return options.silenceMillis > 0
-          ? watchAnswers(socket, options.silenceMillis, options.onClose, options.sessions)
+          ? watchAnswers(socket, options.silenceMillis, options.onClose, options.sessions, options.connectTimeoutMillis)
           : socket
       } catch (error) {
         lastError = error
