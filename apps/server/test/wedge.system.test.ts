@@ -27,17 +27,23 @@ const closedForSilence = async (admin: string) => {
     .reduce((sum, entry) => sum + Number(entry.split(" ").at(-1)), 0)
 }
 
+/** A server process, stopped after the test, and a list request with an unlimited key (0: no answer). */
+const serverWithKey = async (env: Record<string, string>) => {
+  const started = await startServerProcess(env)
+  cleanup.push(() => started.server.stop())
+  const key = await started.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })
+  // A hang guard, not a judgement of speed: an answer owed past the 5 s statement timeout is a hang, and on a
+  // loaded machine many requests at once can queue for CPU well beyond that before they are answered.
+  const list = () =>
+    send(`${started.origin}/v1/pets?limit=5`, { headers: json(key), signal: AbortSignal.timeout(60_000) })
+      .catch((error) => ({ status: 0, text: String(error) }))
+  return { list, started }
+}
+
 describe("a connection whose answer was swallowed", needsPostgres, () => {
   it("is closed after the query timeout and replaced: the server serves again without a restart", async () => {
     const { proxy, url } = await freshDatabaseBehindProxy(cleanup)
-    const started = await startServerProcess({ DATABASE_URL: url })
-    cleanup.push(() => started.server.stop())
-    const key = await started.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })
-    // A hang guard, not a judgement of speed: an answer owed past the 5 s statement timeout is a hang, and on a
-    // loaded machine the 40 requests below can queue for CPU well beyond that before they are answered.
-    const list = () =>
-      send(`${started.origin}/v1/pets?limit=5`, { headers: json(key), signal: AbortSignal.timeout(60_000) })
-        .catch((error) => ({ status: 0, text: String(error) }))
+    const { list, started } = await serverWithKey({ DATABASE_URL: url })
     expect((await list()).status).toBe(200)
     const pid = started.server.child.pid
 
@@ -79,12 +85,7 @@ describe("a connection whose answer was swallowed", needsPostgres, () => {
     // the connect's own timeout has always closed and counted).
     const plain = new URL(url)
     plain.searchParams.set("sslmode", "disable")
-    const started = await startServerProcess({ DATABASE_URL: plain.toString(), DATABASE_STATEMENT_TIMEOUT: "30" })
-    cleanup.push(() => started.server.stop())
-    const key = await started.createKey("enterprise", { perMinute: 1_000_000, perDay: 10_000_000 })
-    const list = () =>
-      send(`${started.origin}/v1/pets?limit=5`, { headers: json(key), signal: AbortSignal.timeout(60_000) })
-        .catch((error) => ({ status: 0, text: String(error) }))
+    const { list, started } = await serverWithKey({ DATABASE_URL: plain.toString(), DATABASE_STATEMENT_TIMEOUT: "30" })
     expect((await list()).status).toBe(200)
     expect(await closedForSilence(started.admin)).toBe(0)
 
