@@ -31,7 +31,7 @@ describe("connections lost under their statements, on a URL with several hosts",
         headers: json(key),
         body: JSON.stringify({ name: "Lost", categoryId: 1 }),
         signal: AbortSignal.timeout(60_000)
-      }).catch(() => ({ status: 0, headers: new Headers() }))
+      }).catch((error: unknown) => ({ status: 0, headers: new Headers(), text: String(error) }))
 
     const statuses = new Map<number, number>()
     let retryAfterMissing = 0
@@ -61,6 +61,13 @@ describe("connections lost under their statements, on a URL with several hosts",
     ).toEqual([])
     expect(retryAfterMissing, summary).toBe(0)
     expect(statuses.get(503) ?? 0, `${summary}: the cuts reached no statement`).toBeGreaterThan(0)
-    expect(await eventually(async () => (await write()).status === 201, 60_000, 100), summary).toBe(true)
+    let last: { status: number; text?: string } = { status: 0 }
+    const wroteAgain = await eventually(async () => (last = await write()).status === 201, 60_000, 100)
+    // Why writes did not come back, if they did not: the last answer, and what the server last logged of the database.
+    const unavailable = started.server.output().split("\n").filter((line) => line.includes("database unavailable"))
+    expect(
+      wroteAgain,
+      `${summary}; the last write: ${last.status} ${last.text ?? ""}\n${unavailable.slice(-3).join("\n")}`
+    ).toBe(true)
   })
 })
