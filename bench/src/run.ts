@@ -13,8 +13,9 @@
  *
  * Flags: --soak adds a steady run that samples resident memory every 10 s;
  * --quick measures only the list endpoint (or BENCH_ENDPOINTS, e.g.
- * `list,create,get,order`; server and both floors), for iterating; --profile runs the server under `node --cpu-prof` for one list
- * run and prints where the profile is. `--growth` is ./growth.ts's, `--docs` ./docs.ts's,
+ * `list,create,get,order`; server and both floors), for iterating; --profile runs a server under `node --cpu-prof` for each endpoint
+ * BENCH_ENDPOINTS names (list by default) and prints where each profile is and its self time by package, module
+ * and function (./profileSummary.ts). `--growth` is ./growth.ts's, `--docs` ./docs.ts's,
  * `--redis-growth` ./redisQuotaGrowth.ts's.
  *
  * Scenarios beside the floors, each run in a full run and, with --quick, only when named:
@@ -35,12 +36,13 @@
 import { lastUseStatement } from "@petstore/server/auth/ApiKeys"
 import { serverEntry, createKey, createTestDatabase, type ServerProcess, startRedis } from "@petstore/test-support"
 import autocannon from "autocannon"
-import { readFileSync, writeFileSync } from "node:fs"
+import { readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { cpus, loadavg, totalmem } from "node:os"
 import { fileURLToPath } from "node:url"
 import postgres from "postgres"
 import { insertListPets } from "./listPets.ts"
 import { cpuSeconds, logDir, rssMiB, startLogged } from "./processes.ts"
+import { formatProfileShares, summarizeProfile } from "./profileSummary.ts"
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3)
 const seconds = Number(process.env.BENCH_SECONDS ?? 8)
@@ -285,14 +287,29 @@ const main = async () => {
       )
 
     if (profile) {
-      // A second server under --cpu-prof, measured on list; the profile is written when it stops.
-      const profileDir = `${logDir}/profile`
-      const profiled = await startServer("server under --cpu-prof", {}, ["--cpu-prof", `--cpu-prof-dir=${profileDir}`])
-      await run(profiled, "list", 3)
-      const m = await run(profiled, "list", seconds)
-      show(1, "profiled", "list", m)
-      await profiled.server.stop()
-      console.log(`profile in ${profileDir}, server log ${profiled.logFile}`)
+      // A server under --cpu-prof for each endpoint BENCH_ENDPOINTS names (list by default), so that each profile
+      // holds one kind of request; a profile is written when its server stops, and summarised here.
+      const profiledEndpoints = (process.env.BENCH_ENDPOINTS ?? "list").split(",").filter((e): e is Endpoint =>
+        endpoints.includes(e as Endpoint)
+      )
+      for (const endpoint of profiledEndpoints) {
+        const profileDir = `${logDir}/profile-${endpoint}`
+        const profiled = await startServer(`server under --cpu-prof (${endpoint})`, {}, [
+          "--cpu-prof",
+          `--cpu-prof-dir=${profileDir}`
+        ])
+        await run(profiled, endpoint, 3)
+        const m = await run(profiled, endpoint, seconds)
+        show(1, "profiled", endpoint, m)
+        await profiled.server.stop()
+        for (const file of readdirSync(profileDir).filter((name) => name.endsWith(".cpuprofile"))) {
+          console.log(
+            `\n${endpoint}: ${profileDir}/${file}\n\n${
+              formatProfileShares(summarizeProfile(`${profileDir}/${file}`))
+            }\n`
+          )
+        }
+      }
       return
     }
 
