@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url"
 
 interface ProfileNode {
   readonly id: number
+  readonly children?: ReadonlyArray<number>
   readonly callFrame: {
     readonly functionName: string
     readonly url: string
@@ -52,6 +53,10 @@ const whereFrom = (frame: ProfileNode["callFrame"]): { pkg: string; module: stri
     const entry = sourceMapOf(frame.url)?.findEntry(frame.lineNumber, frame.columnNumber)
     if (entry !== undefined && "originalSource" in entry) source = entry.originalSource
   }
+  // The map names sources relative to itself (`../src/…` for the server's own modules).
+  if (frame.url.startsWith("file:") && !source.startsWith("file:") && !source.startsWith("/")) {
+    source = new URL(source, frame.url).pathname
+  }
   const inPackage = /node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?((?:@[^/]+\/)?[^/]+)\/(.*)$/.exec(source)
   if (inPackage !== null) {
     return { pkg: inPackage[1]!, module: `${inPackage[1]}/${inPackage[2]!.replace(/^(src|dist\/esm|dist)\//, "")}` }
@@ -66,6 +71,8 @@ export interface ProfileShares {
   readonly byPackage: ReadonlyArray<readonly [string, number]>
   readonly byModule: ReadonlyArray<readonly [string, number]>
   readonly byFunction: ReadonlyArray<readonly [string, number]>
+  /** Native code's self time (system calls: socket and file writes), by the module of its nearest caller outside Node. */
+  readonly nativeByCaller: ReadonlyArray<readonly [string, number]>
 }
 
 /** Self time of every frame, in milliseconds of busy (not idle) time, grouped three ways and sorted. */
@@ -92,12 +99,28 @@ export const summarizeProfile = (file: string): ProfileShares => {
     add(modules, module)
     add(functions, `${frame.functionName || "(anonymous)"} ${module}`)
   }
+  const parentOf = new Map<number, number>()
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id)
+  const nativeCallers = new Map<string, number>()
+  for (const [id, micros] of self) {
+    const frame = byId.get(id)!.callFrame
+    if (frame.url !== "" || PSEUDO.has(frame.functionName)) continue
+    let caller = parentOf.get(id)
+    // Past Node's own modules too: the caller that matters is the package that wrote (postgres.js, the HTTP server).
+    const internal = (id: number) => /^$|^node:/.test(byId.get(id)!.callFrame.url)
+    while (caller !== undefined && internal(caller)) caller = parentOf.get(caller)
+    const name = caller === undefined
+      ? "(none)"
+      : `${frame.functionName} from ${whereFrom(byId.get(caller)!.callFrame).module}`
+    nativeCallers.set(name, (nativeCallers.get(name) ?? 0) + micros / 1000)
+  }
   const sorted = (totals: Map<string, number>) => [...totals].sort((a, b) => b[1] - a[1])
   return {
     busyMillis: busy / 1000,
     byPackage: sorted(packages),
     byModule: sorted(modules),
-    byFunction: sorted(functions)
+    byFunction: sorted(functions),
+    nativeByCaller: sorted(nativeCallers)
   }
 }
 
@@ -115,7 +138,8 @@ export const formatProfileShares = (shares: ProfileShares, rows = 12) => {
     `busy ${shares.busyMillis.toFixed(0)} ms`,
     table("package", shares.byPackage),
     table("module", shares.byModule),
-    table("function", shares.byFunction)
+    table("function", shares.byFunction),
+    table("native, by its caller", shares.nativeByCaller)
   ].join("\n\n")
 }
 
