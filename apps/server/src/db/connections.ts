@@ -1,4 +1,3 @@
-import { once } from "node:events"
 import net from "node:net"
 import { Duplex } from "node:stream"
 import tls from "node:tls"
@@ -67,15 +66,47 @@ const failedSocket = (error: unknown) => {
   return socket
 }
 
-/** Connecting (TCP, TLS request, handshake) within `millis`, else the socket is closed and counted as silent. */
+/**
+ * The socket's next `event`, or a failure when it errors or closes first. A connection cut while it starts (a
+ * proxy or a host that goes away between the TLS request and its answer) closes with no error at all: a plain
+ * `once(socket, "data")` would wait on it forever, and the pool would have lost that connection for good.
+ */
+const nextEvent = (socket: net.Socket, event: string): Promise<Array<unknown>> =>
+  new Promise((resolve, reject) => {
+    if (socket.destroyed) {
+      return reject(new ConnectionFailure("CONNECTION_CLOSED", "the connection closed while it was starting"))
+    }
+    const settle = (outcome: () => void) => () => {
+      socket.off(event, onEvent).off("error", onError).off("close", onClose)
+      outcome()
+    }
+    const onEvent = (...args: Array<unknown>) => settle(() => resolve(args))()
+    const onError = (error: Error) => settle(() => reject(error))()
+    const onClose = settle(() =>
+      reject(new ConnectionFailure("CONNECTION_CLOSED", "the connection closed while it was starting"))
+    )
+    socket.on(event, onEvent).on("error", onError).on("close", onClose)
+  })
+
+/**
+ * Connecting (TCP, TLS request, handshake) within `millis`, else the socket is closed and counted as silent. The
+ * timeout settles the start itself: destroying a socket that has already closed emits nothing.
+ */
 const withTimeout = async <A>(options: SocketOptions, socket: net.Socket, work: Promise<A>): Promise<A> => {
   const millis = options.connectTimeoutMillis
-  const timer = setTimeout(() => {
-    options.onClose("silent")
-    socket.destroy(new ConnectionFailure("CONNECT_TIMEOUT", `no answer within ${millis / 1000} s`))
-  }, millis)
+  let timer: NodeJS.Timeout | undefined
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      options.onClose("silent")
+      const failure = new ConnectionFailure("CONNECT_TIMEOUT", `no answer within ${millis / 1000} s`)
+      socket.destroy(failure)
+      reject(failure)
+    }, millis)
+  })
+  // Whichever loses the race settles later, unheard.
+  work.catch(() => {})
   try {
-    return await work
+    return await Promise.race([work, timedOut])
   } finally {
     clearTimeout(timer)
   }
@@ -88,10 +119,10 @@ const open = async (options: SocketOptions, host: string, port: number, path: st
     options,
     raw,
     (async () => {
-      await once(raw, "connect")
+      await nextEvent(raw, "connect")
       if (settings.sslMode === "disable") return raw
       raw.write(SSL_REQUEST)
-      const [answer] = (await once(raw, "data")) as [Buffer]
+      const [answer] = (await nextEvent(raw, "data")) as [Buffer]
       if (answer[0] !== 0x53) {
         if (settings.sslMode === "prefer") return raw
         raw.destroy()
@@ -112,7 +143,7 @@ const open = async (options: SocketOptions, host: string, port: number, path: st
         rejectUnauthorized: verify,
         ...(settings.sslMode === "verify-full" ? {} : { checkServerIdentity: () => undefined })
       })
-      await once(secure, "secureConnect")
+      await nextEvent(secure, "secureConnect")
       return secure
     })()
   )
