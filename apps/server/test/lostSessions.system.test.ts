@@ -4,7 +4,9 @@
  * lost. postgres.js unpatched (see `patches/postgres@3.4.9.patch`) answered the first statement of a connection
  * it had just opened with no rows once the next connection was up, when that connection was lost under it: a
  * key's lookup found nothing (401 for a key that exists), a batch of pets or quota admissions was completed with
- * nothing (500: the failover test saw them after the primary crashed).
+ * nothing (500: the failover test saw them after the primary crashed). A cut between a new connection's TLS
+ * request and its answer lost the pool that connection for good, now and then all of them: no write for a minute
+ * after the cuts (`connections.test.ts` holds the cause).
  */
 import { describe, expect, it } from "vitest"
 import { eventually, json, send, startServerProcess } from "@petstore/test-support"
