@@ -83,6 +83,9 @@ const resultsFile = fileURLToPath(new URL("../RESULTS.md", import.meta.url))
 
 type Endpoint = "list" | "create" | "get" | "order"
 const endpoints: ReadonlyArray<Endpoint> = ["list", "create", "get", "order"]
+const isEndpoint = (name: string): name is Endpoint => endpoints.includes(name as Endpoint)
+/** The endpoints BENCH_ENDPOINTS names (list by default): what --quick measures and --profile profiles. */
+const namedEndpoints: ReadonlyArray<Endpoint> = (process.env.BENCH_ENDPOINTS ?? "list").split(",").filter(isEndpoint)
 const routeOf: Record<Endpoint, string> = {
   list: "GET /v1/pets?limit=20",
   create: "POST /v1/pets",
@@ -247,7 +250,7 @@ const main = async () => {
     const db = postgres(databaseUrl, { max: 1, onnotice: () => {} })
     await insertListPets(db)
     // The order pool only when orders are measured: a quick run of other scenarios need not insert 300,000 pets.
-    const ordersMeasured = !quick || (process.env.BENCH_ENDPOINTS ?? "list").split(",").includes("order")
+    const ordersMeasured = !quick || namedEndpoints.includes("order")
     let pool: OrderPool = { first: 0, last: 0, next: 0 }
     if (ordersMeasured) {
       const [poolIds] = await db`WITH pool AS (
@@ -289,10 +292,7 @@ const main = async () => {
     if (profile) {
       // A server under --cpu-prof for each endpoint BENCH_ENDPOINTS names (list by default), so that each profile
       // holds one kind of request; a profile is written when its server stops, and summarised here.
-      const profiledEndpoints = (process.env.BENCH_ENDPOINTS ?? "list").split(",").filter((e): e is Endpoint =>
-        endpoints.includes(e as Endpoint)
-      )
-      for (const endpoint of profiledEndpoints) {
+      for (const endpoint of namedEndpoints) {
         const profileDir = `${logDir}/profile-${endpoint}`
         const profiled = await startServer(`server under --cpu-prof (${endpoint})`, {}, [
           "--cpu-prof",
@@ -330,11 +330,7 @@ const main = async () => {
     const backendCpuSince = (before: Map<number, number>, after: Map<number, number>) =>
       [...after].reduce((sum, [pid, cpu]) => sum + cpu - (before.get(pid) ?? 0), 0)
 
-    const measured: ReadonlyArray<Endpoint> = quick
-      ? (process.env.BENCH_ENDPOINTS ?? "list").split(",").filter((e): e is Endpoint =>
-        endpoints.includes(e as Endpoint)
-      )
-      : endpoints
+    const measured: ReadonlyArray<Endpoint> = quick ? namedEndpoints : endpoints
     const baselineMain = quick ? process.env.BENCH_BASELINE : undefined
     const baseline = baselineMain === undefined
       ? []

@@ -73,18 +73,22 @@ const failedSocket = (error: unknown) => {
  */
 const nextEvent = (socket: net.Socket, event: string): Promise<Array<unknown>> =>
   new Promise((resolve, reject) => {
-    if (socket.destroyed) {
-      return reject(new ConnectionFailure("CONNECTION_CLOSED", "the connection closed while it was starting"))
+    const closedWhileStarting = () =>
+      new ConnectionFailure("CONNECTION_CLOSED", "the connection closed while it was starting")
+    if (socket.destroyed) return reject(closedWhileStarting())
+    const stopListening = () => socket.off(event, onEvent).off("error", onError).off("close", onClose)
+    const onEvent = (...args: Array<unknown>) => {
+      stopListening()
+      resolve(args)
     }
-    const settle = (outcome: () => void) => () => {
-      socket.off(event, onEvent).off("error", onError).off("close", onClose)
-      outcome()
+    const onError = (error: Error) => {
+      stopListening()
+      reject(error)
     }
-    const onEvent = (...args: Array<unknown>) => settle(() => resolve(args))()
-    const onError = (error: Error) => settle(() => reject(error))()
-    const onClose = settle(() =>
-      reject(new ConnectionFailure("CONNECTION_CLOSED", "the connection closed while it was starting"))
-    )
+    const onClose = () => {
+      stopListening()
+      reject(closedWhileStarting())
+    }
     socket.on(event, onEvent).on("error", onError).on("close", onClose)
   })
 
